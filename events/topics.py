@@ -1,0 +1,64 @@
+"""Topic registry: every topic pricestream reads or writes, with its settings.
+
+Every *input* topic has a ``<topic>.dlq`` twin for records that cannot be processed.
+
+Example:
+    >>> TOPICS["behaviour.events"].key
+    'hotel_id'
+    >>> "behaviour.events.dlq" in TOPICS
+    True
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_DAY_MS = 24 * 3600 * 1000
+
+
+class TopicSpec(BaseModel):
+    """Settings for one topic."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    partitions: int = Field(default=3, ge=1)
+    key: str = "hotel_id"
+    retention_ms: int = 7 * _DAY_MS
+    is_input: bool = True
+    description: str = ""
+
+    @property
+    def dlq(self) -> str:
+        return f"{self.name}.dlq"
+
+
+_BASE = (
+    TopicSpec(name="behaviour.events", partitions=6, description="search/view/booking/... from producers"),
+    TopicSpec(name="features.v1", partitions=6, description="feature rows from the Flink feature job"),
+    TopicSpec(name="pricing.requests", partitions=3, description="pricing requests for the stream scorer"),
+    TopicSpec(name="pricing.decisions", partitions=3, retention_ms=30 * _DAY_MS, description="scorer decisions"),
+    TopicSpec(name="feedback.labels", partitions=3, retention_ms=30 * _DAY_MS, description="decisions joined with outcomes"),
+    TopicSpec(name="training.examples", partitions=3, retention_ms=30 * _DAY_MS, description="actively sampled examples"),
+)
+
+
+def _registry() -> dict[str, TopicSpec]:
+    out: dict[str, TopicSpec] = {}
+    for spec in _BASE:
+        out[spec.name] = spec
+        if spec.is_input:
+            out[spec.dlq] = TopicSpec(
+                name=spec.dlq,
+                partitions=1,
+                key=spec.key,
+                retention_ms=30 * _DAY_MS,
+                is_input=False,
+                description=f"records from {spec.name} that could not be processed",
+            )
+    return out
+
+
+TOPICS: MappingProxyType[str, TopicSpec] = MappingProxyType(_registry())
