@@ -1,0 +1,318 @@
+"""Hash-chained, append-only audit trail of pricing decisions.
+
+Each decision becomes one JSON line. Every entry carries ``prev_hash`` (the hash
+of the entry before it, 64 zeros for the first) and ``hash`` =
+``sha256(prev_hash + canonical(entry without hash))``. Changing, removing or
+reordering a line breaks the chain at that line, and :func:`verify` names it.
+A small ``<path>.head`` file, rewritten at every fsync, records the last
+durable seq and hash so that cutting entries off the *end* is caught too.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "audit.jsonl"
+    >>> with AuditLog(path) as log:
+    ...     _ = log.append_entry({"tier": "rules", "decision": {"price": 120.0}})
+    ...     _ = log.append_entry({"tier": "light", "decision": {"price": 131.5}})
+    >>> verify(path).ok
+    True
+    >>> lines = path.read_text().splitlines()
+    >>> _ = path.write_text("\\n".join([lines[1], lines[0]]) + "\\n")
+    >>> result = verify(path)
+    >>> (result.ok, result.first_bad_position)
+    (False, 1)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from events.models import PricingDecision, PricingRequest
+
+GENESIS_HASH = "0" * 64
+"""``prev_hash`` of the first entry of a log."""
+
+_TAIL_CHUNK = 64 * 1024
+"""Bytes read from the end of an existing log to find its last entry on reopen."""
+
+
+def canonical_json(obj: Any) -> str:
+    """Canonical JSON: sorted keys, no spaces, non-finite floats spelled as strings.
+
+    Example:
+        >>> canonical_json({"b": 1, "a": [float("nan"), 2.5]})
+        '{"a":["NaN",2.5],"b":1}'
+    """
+    return json.dumps(_finite(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return "NaN" if math.isnan(obj) else ("Infinity" if obj > 0 else "-Infinity")
+    if isinstance(obj, Mapping):
+        return {str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def sha256_hex(text: str) -> str:
+    """Hex sha256 of a UTF-8 string."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def chain_hash(prev_hash: str, body: Mapping[str, Any]) -> str:
+    """Hash of an entry: ``sha256(prev_hash + canonical(body))`` (``body`` excludes ``hash``)."""
+    return sha256_hex(prev_hash + canonical_json(body))
+
+
+def input_digest(request: PricingRequest, features: Mapping[str, float | None]) -> str:
+    """sha256 of the canonical decision input (the request and the features it saw)."""
+    return sha256_hex(canonical_json({"request": request.model_dump(mode="json"), "features": dict(features)}))
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyResult:
+    """Outcome of :func:`verify`.
+
+    Attributes:
+        ok: the whole chain holds.
+        first_bad_position: 1-based line number of the first broken entry (None when ok).
+        reason: what is wrong there (empty when ok).
+        entries: number of entries read.
+    """
+
+    ok: bool
+    first_bad_position: int | None = None
+    reason: str = ""
+    entries: int = 0
+
+
+class AuditLog:
+    """Thread-safe, buffered, append-only JSON-lines audit log.
+
+    Args:
+        path: the log file (created with its parent directory; reopened logs continue the chain).
+        flush_every: write the buffer once it holds this many entries.
+        fsync_interval_s: fsync at least this often while entries arrive (0 fsyncs every write).
+        clock: returns the entry timestamp (aware datetime); defaults to UTC now.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        flush_every: int = 64,
+        fsync_interval_s: float = 1.0,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        if flush_every < 1:
+            msg = f"flush_every: got {flush_every!r}, expected an integer >= 1"
+            raise ValueError(msg)
+        if fsync_interval_s < 0 or not math.isfinite(fsync_interval_s):
+            msg = f"fsync_interval_s: got {fsync_interval_s!r}, expected a finite number >= 0"
+            raise ValueError(msg)
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._flush_every = flush_every
+        self._fsync_interval = fsync_interval_s
+        self._clock = clock or (lambda: datetime.now(tz=UTC))
+        self._lock = threading.Lock()
+        self._buffer: list[str] = []
+        self._seq, self._last_hash = _last_entry(self.path)
+        self._file = self.path.open("a", encoding="utf-8")
+        self._last_sync = time.monotonic()
+
+    @property
+    def seq(self) -> int:
+        """Seq of the last appended entry (0 for an empty log)."""
+        return self._seq
+
+    @property
+    def last_hash(self) -> str:
+        """Hash of the last appended entry (the genesis hash for an empty log)."""
+        return self._last_hash
+
+    def append_entry(self, fields: Mapping[str, Any]) -> str:
+        """Append one entry made of ``fields`` plus seq, timestamp and the chain; return its hash."""
+        with self._lock:
+            if self._file.closed:
+                msg = f"audit log {str(self.path)!r}: got an append after close, expected an open log"
+                raise ValueError(msg)
+            body = dict(_finite(dict(fields)))
+            body["seq"] = self._seq + 1
+            body["timestamp"] = self._clock().astimezone(UTC).isoformat(timespec="microseconds")
+            body["prev_hash"] = self._last_hash
+            digest = chain_hash(self._last_hash, body)
+            body["hash"] = digest
+            self._buffer.append(canonical_json(body))
+            self._seq += 1
+            self._last_hash = digest
+            if len(self._buffer) >= self._flush_every or time.monotonic() - self._last_sync >= self._fsync_interval:
+                self._flush_locked(sync=True)
+            return digest
+
+    def append(
+        self,
+        *,
+        request: PricingRequest,
+        features: Mapping[str, float | None],
+        decision: PricingDecision,
+        models: Sequence[tuple[str, str | None]] = (),
+        candidates: Sequence[tuple[float, float]] = (),
+        feature_versions: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Audit one pricing decision; return the entry hash.
+
+        Args:
+            request: the pricing request.
+            features: the features the decision used (hashed with the request).
+            decision: the decision returned to the caller.
+            models: (name, version) of every model consulted, in order.
+            candidates: (candidate price, expected revenue) pairs the optimiser compared.
+            feature_versions: feature version labels (defaults to the decision's feature_version).
+        """
+        return self.append_entry(
+            {
+                "input_sha256": input_digest(request, features),
+                "models": [{"name": name, "version": version} for name, version in models],
+                "feature_versions": dict(feature_versions or {"features": decision.feature_version}),
+                "snapshot_id": decision.snapshot_id,
+                "tier": decision.tier,
+                "rule_ids": list(decision.rule_ids),
+                "candidates": [[float(p), float(r)] for p, r in candidates],
+                "latency_ms": decision.latency_ms,
+                "decision": decision.model_dump(mode="json", exclude={"features"}),
+            }
+        )
+
+    def flush(self, *, sync: bool = True) -> None:
+        """Write buffered entries (and fsync them when ``sync``)."""
+        with self._lock:
+            self._flush_locked(sync=sync)
+
+    def close(self) -> None:
+        """Flush, fsync and close the log (idempotent)."""
+        with self._lock:
+            if self._file.closed:
+                return
+            self._flush_locked(sync=True)
+            self._file.close()
+
+    def __enter__(self) -> AuditLog:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _flush_locked(self, *, sync: bool) -> None:
+        if self._buffer:
+            self._file.write("\n".join(self._buffer) + "\n")
+            self._buffer.clear()
+        self._file.flush()
+        if sync:
+            os.fsync(self._file.fileno())
+            _write_head(self.path, self._seq, self._last_hash)
+            self._last_sync = time.monotonic()
+
+
+def head_path(path: str | Path) -> Path:
+    """Where the durable head (last fsynced seq and hash) of a log lives."""
+    path = Path(path)
+    return path.with_name(path.name + ".head")
+
+
+def _write_head(path: Path, seq: int, digest: str) -> None:
+    target = head_path(path)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(canonical_json({"seq": seq, "hash": digest}), encoding="utf-8")
+    os.replace(tmp, target)
+
+
+def _last_entry(path: Path) -> tuple[int, str]:
+    """Seq and hash of the last entry of an existing log, read from its tail."""
+    if not path.exists() or path.stat().st_size == 0:
+        return 0, GENESIS_HASH
+    with path.open("rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, size - _TAIL_CHUNK))
+        tail = handle.read().decode("utf-8", errors="replace")
+    lines = [line for line in tail.splitlines() if line.strip()]
+    try:
+        last = json.loads(lines[-1])
+        return int(last["seq"]), str(last["hash"])
+    except (IndexError, KeyError, TypeError, ValueError) as exc:
+        msg = f"audit log {str(path)!r}: last line is not an audit entry; expected a valid log (run verify)"
+        raise ValueError(msg) from exc
+
+
+def _check_entry(position: int, line: str, expected_prev: str) -> tuple[dict[str, Any] | None, str]:
+    """Parse one line and check it against the chain; return (entry, reason-if-bad)."""
+    try:
+        entry = json.loads(line)
+    except json.JSONDecodeError:
+        return None, "line is not valid JSON"
+    if not isinstance(entry, dict) or "hash" not in entry or "seq" not in entry:
+        return None, "line is not an audit entry (no seq/hash)"
+    if entry["seq"] != position:
+        return None, f"seq {entry['seq']!r} at line {position}, expected {position} (entry removed or reordered)"
+    if entry.get("prev_hash") != expected_prev:
+        return None, "prev_hash does not match the previous entry's hash (entry removed or reordered)"
+    body = {k: v for k, v in entry.items() if k != "hash"}
+    if chain_hash(expected_prev, body) != entry["hash"]:
+        return None, "hash does not match the entry content (entry changed)"
+    return entry, ""
+
+
+def verify(path: str | Path) -> VerifyResult:
+    """Walk the chain of a log and report the first broken entry.
+
+    Detects a changed entry (hash mismatch), a removed or reordered entry (seq or
+    prev_hash mismatch) and, when the ``.head`` file exists, entries cut off the end.
+
+    Example:
+        >>> verify("/nonexistent/audit.jsonl").reason
+        "no audit log at '/nonexistent/audit.jsonl'"
+    """
+    path = Path(path)
+    if not path.exists():
+        return VerifyResult(False, None, f"no audit log at {str(path)!r}")
+    head = _read_head(path)
+    if isinstance(head, VerifyResult):
+        return head
+    prev, position = GENESIS_HASH, 0
+    with path.open("r", encoding="utf-8") as handle:
+        for position, raw in enumerate(handle, start=1):
+            entry, reason = _check_entry(position, raw.rstrip("\n"), prev)
+            if entry is None:
+                return VerifyResult(False, position, reason, position - 1)
+            prev = str(entry["hash"])
+            if head is not None and position == head[0] and prev != head[1]:
+                return VerifyResult(False, position, "entry hash differs from the head record", position)
+    if head is not None and head[0] > position:
+        reason = f"log ends at seq {position} but the head records seq {head[0]}: entries removed from the end"
+        return VerifyResult(False, position + 1, reason, position)
+    return VerifyResult(True, None, "", position)
+
+
+def _read_head(path: Path) -> tuple[int, str] | VerifyResult | None:
+    head = head_path(path)
+    if not head.exists():
+        return None
+    try:
+        recorded = json.loads(head.read_text(encoding="utf-8"))
+        return int(recorded["seq"]), str(recorded["hash"])
+    except (KeyError, TypeError, ValueError):
+        return VerifyResult(False, None, f"head file {str(head)!r} is unreadable; expected {{seq, hash}}")

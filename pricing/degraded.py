@@ -1,0 +1,145 @@
+"""What the scorer does when something around a decision fails: reasons, deadlines, clean inputs.
+
+The scorer never raises for a valid request. When the feature store is down, a
+model raises or answers garbage, or the deadline is near, it falls back (to the
+rules price, or from the heavy to the light quote) and says why in a
+:class:`Degradation`. Its ``code`` is a small fixed vocabulary (it labels a
+Prometheus counter); its ``detail`` is free text for the decision and the logs.
+
+Example:
+    >>> clean = sanitize_features({"occupancy": float("nan"), "rooms_left": 3, "capacity": 1e300})
+    >>> clean["occupancy"], clean["rooms_left"], clean["capacity"], clean["bookings_24h"]
+    (None, 3.0, None, None)
+    >>> Degradation(FEATURE_STORE_UNAVAILABLE, "redis: connection refused").reason
+    'feature_store_unavailable: redis: connection refused'
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from events.catalog import ALL_FEATURES
+
+FEATURE_STORE_UNAVAILABLE = "feature_store_unavailable"
+FEATURE_SOURCE_ERROR = "feature_source_error"
+STALE_FEATURES = "stale_features"
+DEADLINE = "deadline"
+LIGHT_MODEL_ERROR = "light_model_error"
+LIGHT_BAD_QUOTE = "light_bad_quote"
+NO_LIGHT_MODEL = "no_light_model"
+HEAVY_MODEL_ERROR = "heavy_model_error"
+HEAVY_BAD_QUOTE = "heavy_bad_quote"
+HEAVY_DEADLINE = "heavy_deadline"
+BAD_PRICE = "bad_price"
+
+REASON_CODES: tuple[str, ...] = (
+    FEATURE_STORE_UNAVAILABLE,
+    FEATURE_SOURCE_ERROR,
+    STALE_FEATURES,
+    DEADLINE,
+    LIGHT_MODEL_ERROR,
+    LIGHT_BAD_QUOTE,
+    NO_LIGHT_MODEL,
+    HEAVY_MODEL_ERROR,
+    HEAVY_BAD_QUOTE,
+    HEAVY_DEADLINE,
+    BAD_PRICE,
+)
+"""Every degradation code; the label values of ``pricestream_degraded_decisions_total``."""
+
+FEATURE_ABS_MAX = 1e12
+"""Largest magnitude a stored feature may have. Counts, prices and rates are far below it;
+anything larger is corruption and would overflow the models' float32 inputs, so it is
+treated as missing rather than passed on."""
+
+_DETAIL_MAX = 200
+"""Characters of an exception message kept in ``degraded_reason``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Degradation:
+    """Why a decision fell back.
+
+    Attributes:
+        code: one of :data:`REASON_CODES`.
+        detail: human-readable detail (an exception message, a measured value).
+    """
+
+    code: str
+    detail: str = ""
+
+    @property
+    def reason(self) -> str:
+        """``code: detail`` (or just the code), for ``PricingDecision.degraded_reason``."""
+        return f"{self.code}: {self.detail[:_DETAIL_MAX]}" if self.detail else self.code
+
+    @classmethod
+    def from_exception(cls, code: str, exc: BaseException) -> Degradation:
+        """A degradation naming the exception class and message."""
+        return cls(code, f"{type(exc).__name__}: {exc}")
+
+
+def clean_value(value: Any) -> float | None:
+    """A finite float of plausible magnitude, else ``None`` (bools and text are not features).
+
+    Example:
+        >>> clean_value("3"), clean_value(True), clean_value(-2), clean_value(float("inf"))
+        (None, None, -2.0, None)
+    """
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    if not math.isfinite(number) or abs(number) > FEATURE_ABS_MAX:
+        return None
+    return number
+
+
+def sanitize_features(values: Mapping[str, Any]) -> dict[str, float | None]:
+    """Features keyed by exactly :data:`~events.catalog.ALL_FEATURES`, each clean or ``None``."""
+    return {name: clean_value(values.get(name)) for name in ALL_FEATURES}
+
+
+def missing_features() -> dict[str, float | None]:
+    """All catalogue features, all missing (what a degraded read yields)."""
+    return dict.fromkeys(ALL_FEATURES)
+
+
+class Deadline:
+    """A time budget started at construction, read on the monotonic clock.
+
+    Example:
+        >>> d = Deadline(50.0)
+        >>> 0.0 < d.remaining_fraction() <= 1.0
+        True
+        >>> Deadline(0.0).remaining_fraction()
+        0.0
+    """
+
+    __slots__ = ("_budget_s", "_start")
+
+    def __init__(self, budget_ms: float, *, start: float | None = None) -> None:
+        if not math.isfinite(budget_ms) or budget_ms < 0:
+            msg = f"deadline_ms: got {budget_ms!r}, expected a finite number >= 0"
+            raise ValueError(msg)
+        self._budget_s = budget_ms / 1000.0
+        self._start = time.perf_counter() if start is None else start
+
+    @property
+    def start(self) -> float:
+        """``time.perf_counter()`` at the start of the budget."""
+        return self._start
+
+    def elapsed_ms(self) -> float:
+        """Milliseconds since the start."""
+        return (time.perf_counter() - self._start) * 1000.0
+
+    def remaining_fraction(self) -> float:
+        """Share of the budget left, in [0, 1] (0 for a zero budget)."""
+        if self._budget_s <= 0:
+            return 0.0
+        left = 1.0 - (time.perf_counter() - self._start) / self._budget_s
+        return min(1.0, max(0.0, left))

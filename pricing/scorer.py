@@ -1,0 +1,454 @@
+"""The routed scorer: features, then rules, then the router picks rules, the light or the heavy model.
+
+Flow of one request (:meth:`Scorer.price`):
+
+1. read the online features (timed); a store failure degrades to the rules price;
+2. ``rules.evaluate``: a rule that decides outright is final, never overridden;
+3. complexity of the request (``routing.complexity``) -> router: ``rules`` answers
+   with the rules price, otherwise the light model quotes; when the score including
+   the light model's uncertainty is above the heavy threshold, the heavy model quotes;
+4. the price is clamped to the rules' bounds, the decision is counted, audited and
+   handed to ``on_decision``.
+
+Whatever fails around a decision (store down, a model raising or answering a
+non-finite price, a nearly spent deadline) yields a rules-only (or light-only)
+decision with ``degraded=True`` and the reason; a valid request never raises.
+
+Example:
+    >>> from datetime import date, datetime, timezone
+    >>> from pricing.rules import RuleSet
+    >>> from routing.router import TieredRouter
+    >>> rules = RuleSet.from_yaml("min_price: 50\\nmax_price: 500\\ndefault_base_rate: 100\\n")
+    >>> scorer = Scorer(ScorerConfig(), rules=rules, feature_source=MemoryFeatureSource(),
+    ...                 light=None, heavy=None, router=TieredRouter())
+    >>> req = PricingRequest(hotel_id="h1", room_type="std", stay_date=date(2026, 12, 24),
+    ...                      event_time=datetime(2026, 12, 1, tzinfo=timezone.utc))
+    >>> d = scorer.price(req)
+    >>> d.price, d.tier, d.degraded_reason
+    (100.0, 'rules', 'no_light_model')
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from events.models import PricingDecision, PricingRequest, Tier
+from pricing import degraded as dg
+from pricing.degraded import Deadline, Degradation, missing_features, sanitize_features
+from pricing.errors import FeatureStoreUnavailable
+from pricing.feature_source import EMPTY_READ, FeatureRead, FeatureSource, MemoryFeatureSource
+from pricing.metrics import ScorerMetrics
+from routing.complexity import TrainingStats, complexity_score, inputs_from
+
+__all__ = ["FeatureRead", "FeatureSource", "MemoryFeatureSource", "Scorer", "ScorerConfig"]
+
+SEEN_CAP = 1_000
+"""Per-hotel request counts stop growing here: the cold-start test only needs "at least 30"."""
+
+
+class ScorerConfig(BaseModel):
+    """Scorer settings.
+
+    Attributes:
+        deadline_ms: time budget of one decision.
+        stale_after_s: features older than this are not trusted (rules price); ``None`` never.
+        degrade_on_deadline_fraction: skip a model when less than this share of the budget is left.
+        snapshot_id: offline snapshot the models were trained on (copied into decisions).
+        feature_version: label of the feature set (``features.v1``), recorded in the audit trail.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    deadline_ms: float = Field(default=50.0, gt=0, allow_inf_nan=False)
+    stale_after_s: float | None = Field(default=86_400.0, gt=0, allow_inf_nan=False)
+    degrade_on_deadline_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
+    snapshot_id: str | None = None
+    feature_version: str = "features.v1"
+
+
+class _Outcome(Protocol):
+    decided_price: float | None
+    floor: float
+    ceiling: float
+    fired: tuple[str, ...]
+    rule_price: float
+
+    def clamp(self, price: float) -> float: ...
+
+
+class _Rules(Protocol):
+    def evaluate(self, request: PricingRequest, features: Mapping[str, float | None]) -> Any: ...
+
+
+class _Router(Protocol):
+    def route(self, score: float) -> str: ...
+
+    def learn_one(self, score: float) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Models:
+    light: Any
+    heavy: Any
+
+
+@dataclass(slots=True)
+class _Result:
+    """What one path of the decision produced, before it becomes a PricingDecision."""
+
+    price: float
+    tier: Tier
+    complexity: float = 0.0
+    quote: Any = None
+    degradation: Degradation | None = None
+    consulted: list[tuple[str, str | None]] = field(default_factory=list)
+
+
+def _uncertainty(value: Any) -> float:
+    """Light uncertainty for the complexity score: in [0, 1], NaN ("unknown") kept."""
+    number = float(value) if isinstance(value, int | float) else math.nan
+    return number if math.isnan(number) else min(1.0, max(0.0, number))
+
+
+def _check_quote(quote: Any) -> bool:
+    price = getattr(quote, "price", math.nan)
+    return isinstance(price, int | float) and math.isfinite(price) and price > 0
+
+
+class Scorer:
+    """Prices requests through rules, the light and the heavy model; never raises for a valid request.
+
+    Args:
+        config: scorer settings.
+        rules: a :class:`~pricing.rules.RuleSet` (or anything with the same ``evaluate``).
+        feature_source: the online features (:class:`FeatureSource`).
+        light: the light :class:`~pricing.tiers.TierPricer`, or ``None`` (rules only).
+        heavy: the heavy pricer, or ``None`` (the light quote stands).
+        router: a :class:`~routing.router.TieredRouter`.
+        stats: metrics (a fresh :class:`~pricing.metrics.ScorerMetrics` when ``None``).
+        audit: an :class:`~pricing.audit.AuditLog` (or ``None``).
+        on_decision: called with (request, decision) after every decision, e.g. to publish it.
+        training_stats: light model's training statistics for the out-of-distribution signal
+            (taken from ``light.training_stats`` when not given).
+    """
+
+    def __init__(
+        self,
+        config: ScorerConfig,
+        *,
+        rules: _Rules,
+        feature_source: FeatureSource,
+        light: Any,
+        heavy: Any,
+        router: _Router,
+        stats: ScorerMetrics | None = None,
+        audit: Any = None,
+        on_decision: Callable[[PricingRequest, PricingDecision], None] | None = None,
+        training_stats: TrainingStats | None = None,
+    ) -> None:
+        self.config = config
+        self.rules = rules
+        self.feature_source = feature_source
+        self.router = router
+        self.stats = ScorerMetrics() if stats is None else stats
+        self.audit = audit
+        self.on_decision = on_decision
+        self._training_stats = training_stats
+        self._models = _Models(light, heavy)
+        self._swap_lock = threading.Lock()
+        self._seen: dict[str, int] = {}
+        self._generation: int | None = None
+        self.audit_failing = False
+
+    # -- models ---------------------------------------------------------------------------
+    @property
+    def light(self) -> Any:
+        """The light pricer in force."""
+        return self._models.light
+
+    @property
+    def heavy(self) -> Any:
+        """The heavy pricer in force."""
+        return self._models.heavy
+
+    def swap_models(self, *, light: Any = None, heavy: Any = None) -> None:
+        """Atomically replace the light and/or heavy pricer (``None`` keeps the current one).
+
+        In-flight decisions finish with the pricers they started with.
+        """
+        with self._swap_lock:
+            current = self._models
+            self._models = _Models(current.light if light is None else light, current.heavy if heavy is None else heavy)
+        for tier, model in (("light", light), ("heavy", heavy)):
+            if model is not None:
+                self.stats.reloads.labels(tier=tier).inc()
+
+    def reload_from(self, registry: Any, *, loader: Callable[[Any], Any] | None = None) -> bool:
+        """Hot-swap to the registry's current models when its ``generation`` moved; True if swapped.
+
+        Args:
+            registry: a :class:`feedback.registry.ModelRegistry` (``generation``, ``current(tier)``).
+            loader: bundle dir -> pricer (``pricing.tiers.load_pricer`` when ``None``).
+        """
+        generation = int(registry.generation)
+        if generation == self._generation:
+            return False
+        if loader is None:
+            from pricing.tiers import load_pricer  # deferred: onnxruntime loads only when reloading
+
+            loader = load_pricer
+        fresh: dict[str, Any] = {}
+        for tier in ("light", "heavy"):
+            entry = registry.current(tier)
+            model = getattr(self._models, tier)
+            if entry is not None and (model is None or str(getattr(model, "version", "")) != str(entry.version)):
+                fresh[tier] = loader(entry.path)
+        if fresh:
+            self.swap_models(**fresh)
+        self._generation = generation
+        return bool(fresh)
+
+    # -- pricing ----------------------------------------------------------------------------
+    def price(self, request: PricingRequest, *, deadline_ms: float | None = None) -> PricingDecision:
+        """Price one request (see the module docstring for the flow)."""
+        deadline = Deadline(self.config.deadline_ms if deadline_ms is None else deadline_ms)
+        read, problem = self._read(request)
+        return self._decide(request, read, problem, deadline)
+
+    def price_batch(
+        self, requests: Sequence[PricingRequest], *, deadline_ms: float | None = None
+    ) -> list[PricingDecision]:
+        """Price many requests with one batched feature read; each request gets its own deadline."""
+        budget = self.config.deadline_ms if deadline_ms is None else deadline_ms
+        started = time.perf_counter()
+        reads = self._read_many(requests)
+        share = (time.perf_counter() - started) / max(1, len(requests))
+        decisions = []
+        for request, (read, problem) in zip(requests, reads, strict=True):
+            deadline = Deadline(budget, start=time.perf_counter() - share)
+            decisions.append(self._decide(request, read, problem, deadline))
+        return decisions
+
+    def health(self) -> dict[str, Any]:
+        """Models in force, registry generation, audit state and router thresholds."""
+        models = self._models
+        thresholds = getattr(self.router, "thresholds", None)
+        return {
+            "status": "degraded" if self.audit_failing or models.light is None else "ok",
+            "light": _describe(models.light),
+            "heavy": _describe(models.heavy),
+            "generation": self._generation,
+            "audit_failing": self.audit_failing,
+            "thresholds": thresholds.model_dump() if isinstance(thresholds, BaseModel) else None,
+        }
+
+    # -- internals ------------------------------------------------------------------------------
+    def _read(self, request: PricingRequest) -> tuple[FeatureRead, Degradation | None]:
+        started = time.perf_counter()
+        try:
+            read = self.feature_source.read(request.hotel_id, request.room_type, request.stay_date)
+        except FeatureStoreUnavailable as exc:
+            return EMPTY_READ, Degradation.from_exception(dg.FEATURE_STORE_UNAVAILABLE, exc)
+        except Exception as exc:  # noqa: BLE001 - a source adapter may fail any way; the scorer must answer
+            return EMPTY_READ, Degradation.from_exception(dg.FEATURE_SOURCE_ERROR, exc)
+        finally:
+            self.stats.feature_read.observe(time.perf_counter() - started)
+        return read, None
+
+    def _read_many(self, requests: Sequence[PricingRequest]) -> list[tuple[FeatureRead, Degradation | None]]:
+        many = getattr(self.feature_source, "read_many", None)
+        if many is None:
+            return [self._read(request) for request in requests]
+        started = time.perf_counter()
+        try:
+            reads = list(many([(r.hotel_id, r.room_type, r.stay_date) for r in requests]))
+        except FeatureStoreUnavailable as exc:
+            return [(EMPTY_READ, Degradation.from_exception(dg.FEATURE_STORE_UNAVAILABLE, exc))] * len(requests)
+        except Exception as exc:  # noqa: BLE001 - same as _read
+            return [(EMPTY_READ, Degradation.from_exception(dg.FEATURE_SOURCE_ERROR, exc))] * len(requests)
+        finally:
+            self.stats.feature_read.observe(time.perf_counter() - started)
+        if len(reads) != len(requests):
+            problem = Degradation(dg.FEATURE_SOURCE_ERROR, f"read_many returned {len(reads)} rows for {len(requests)}")
+            return [(EMPTY_READ, problem)] * len(requests)
+        return [(read, None) for read in reads]
+
+    def _decide(
+        self, request: PricingRequest, read: FeatureRead, problem: Degradation | None, deadline: Deadline
+    ) -> PricingDecision:
+        models = self._models  # one snapshot: a concurrent swap cannot mix old and new pricers
+        features = missing_features() if problem else sanitize_features(read.values)
+        outcome: _Outcome = self.rules.evaluate(request, features)
+        if outcome.decided_price is not None:
+            result = _Result(outcome.decided_price, "rules", degradation=problem)
+        elif problem is not None:
+            result = _Result(outcome.rule_price, "rules", degradation=problem)
+        elif (stale := self._staleness(request, read)) is not None:
+            result = _Result(outcome.rule_price, "rules", degradation=stale)
+        else:
+            result = self._routed(request, features, read, outcome, deadline, models)
+        price = self._final_price(result, outcome, request)
+        latency_ms = deadline.elapsed_ms()
+        decision = PricingDecision(
+            hotel_id=request.hotel_id,
+            room_type=request.room_type,
+            stay_date=request.stay_date,
+            request_id=request.request_id,
+            channel=request.channel,
+            price=price,
+            tier=result.tier,
+            model_name=getattr(result.quote, "model_name", None),
+            model_version=_opt_str(getattr(result.quote, "model_version", None)),
+            feature_version=read.version,
+            snapshot_id=self.config.snapshot_id,
+            rule_ids=tuple(outcome.fired),
+            complexity=result.complexity,
+            expected_booking_prob=_probability(getattr(result.quote, "booking_prob", None)),
+            degraded=result.degradation is not None,
+            degraded_reason=None if result.degradation is None else result.degradation.reason,
+            latency_ms=latency_ms,
+            features=features,
+        )
+        code = None if result.degradation is None else result.degradation.code
+        self.stats.decision(result.tier, degraded_reason=code, latency_s=latency_ms / 1000.0)
+        self._after(request, decision, features, result)
+        return decision
+
+    def _staleness(self, request: PricingRequest, read: FeatureRead) -> Degradation | None:
+        limit = self.config.stale_after_s
+        if limit is None or read.event_time is None:
+            return None
+        age = (request.request_time - read.event_time).total_seconds()
+        if age <= limit:
+            return None
+        return Degradation(dg.STALE_FEATURES, f"features are {age:.0f}s old, limit {limit:.0f}s")
+
+    def _routed(
+        self,
+        request: PricingRequest,
+        features: dict[str, float | None],
+        read: FeatureRead,
+        outcome: _Outcome,
+        deadline: Deadline,
+        models: _Models,
+    ) -> _Result:
+        inputs = inputs_from(
+            request,
+            features,
+            feature_time=read.event_time,
+            stats=self._training_stats or getattr(models.light, "training_stats", None),
+            hotel_seen=self._count(request, features),
+        )
+        score = complexity_score(inputs)
+        if self.router.route(score) == "rules":
+            self.router.learn_one(score)
+            return _Result(outcome.rule_price, "rules", score)
+        light = self._quote(models.light, "light", request, features, outcome, deadline)
+        if isinstance(light, Degradation):
+            self.router.learn_one(score)
+            return _Result(outcome.rule_price, "rules", score, degradation=light)
+        score = complexity_score(replace(inputs, light_uncertainty=_uncertainty(light.uncertainty)))
+        self.router.learn_one(score)
+        result = _Result(light.price, "light", score, light, consulted=[_model_id(light)])
+        if self.router.route(score) != "heavy" or models.heavy is None:
+            return result
+        heavy = self._quote(models.heavy, "heavy", request, features, outcome, deadline)
+        if isinstance(heavy, Degradation):
+            result.degradation = heavy
+            return result
+        result.consulted.append(_model_id(heavy))
+        result.price, result.tier, result.quote = heavy.price, "heavy", heavy
+        return result
+
+    def _quote(
+        self,
+        pricer: Any,
+        tier: str,
+        request: PricingRequest,
+        features: Mapping[str, float | None],
+        outcome: _Outcome,
+        deadline: Deadline,
+    ) -> Any:
+        """A quote from ``pricer``, or the :class:`Degradation` that stopped it."""
+        if pricer is None:
+            return Degradation(dg.NO_LIGHT_MODEL)
+        if deadline.remaining_fraction() < self.config.degrade_on_deadline_fraction:
+            code = dg.DEADLINE if tier == "light" else dg.HEAVY_DEADLINE
+            return Degradation(code, f"{deadline.elapsed_ms():.1f} ms spent before the {tier} model")
+        try:
+            quote = pricer.quote(request, features, floor=outcome.floor, ceiling=outcome.ceiling)
+        except Exception as exc:  # noqa: BLE001 - any model failure falls back, it never reaches the caller
+            code = dg.LIGHT_MODEL_ERROR if tier == "light" else dg.HEAVY_MODEL_ERROR
+            return Degradation.from_exception(code, exc)
+        if not _check_quote(quote):
+            code = dg.LIGHT_BAD_QUOTE if tier == "light" else dg.HEAVY_BAD_QUOTE
+            return Degradation(code, f"price {getattr(quote, 'price', None)!r}, expected a finite number > 0")
+        return quote
+
+    def _count(self, request: PricingRequest, features: Mapping[str, float | None]) -> int:
+        """Times the hotel was seen: our own count or the stream's 7-day searches, whichever is larger."""
+        seen = self._seen.get(request.hotel_id, 0)
+        if seen < SEEN_CAP:
+            self._seen[request.hotel_id] = seen + 1
+        searches = features.get("searches_7d") or 0.0
+        return max(seen, int(min(searches, SEEN_CAP)))
+
+    def _final_price(self, result: _Result, outcome: _Outcome, request: PricingRequest) -> float:
+        """Clamp to the rules' bounds; fall back along rules price, floor, last published price."""
+        if result.tier == "rules" and outcome.decided_price is not None:
+            candidates: Iterable[Any] = (outcome.decided_price, outcome.rule_price, outcome.floor)
+        else:
+            candidates = (outcome.clamp(result.price), outcome.rule_price, outcome.floor)
+        for value in (*candidates, request.last_published_price):
+            if isinstance(value, int | float) and math.isfinite(value) and value > 0:
+                return float(value)
+        msg = f"price: got no finite positive candidate from the rules for {request.hotel_id!r}; expected one"
+        raise ValueError(msg)
+
+    def _after(
+        self, request: PricingRequest, decision: PricingDecision, features: Mapping[str, float | None], result: _Result
+    ) -> None:
+        if self.audit is not None:
+            try:
+                self.audit.append(
+                    request=request,
+                    features=features,
+                    decision=decision,
+                    models=result.consulted,
+                    candidates=tuple(getattr(result.quote, "candidates", ()) or ()),
+                    feature_versions={"label": self.config.feature_version, "version": decision.feature_version},
+                )
+                self.audit_failing = False
+            except OSError:
+                self.audit_failing = True
+                self.stats.errors.labels(stage="audit").inc()
+        if self.on_decision is not None:
+            try:
+                self.on_decision(request, decision)
+            except Exception:  # noqa: BLE001 - a consumer's failure must not take the price back
+                self.stats.errors.labels(stage="on_decision").inc()
+
+
+def _describe(model: Any) -> dict[str, Any] | None:
+    return None if model is None else {"name": getattr(model, "name", None), "version": getattr(model, "version", None)}
+
+
+def _model_id(quote: Any) -> tuple[str, str | None]:
+    return str(getattr(quote, "model_name", "?")), _opt_str(getattr(quote, "model_version", None))
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _probability(value: Any) -> float | None:
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return min(1.0, max(0.0, float(value)))
