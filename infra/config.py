@@ -1,0 +1,63 @@
+"""Settings of the local stack: ports, heap sizes and paths (data, not literals)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class StackConfig(BaseModel):
+    """Where the local stack keeps its state and which ports it binds.
+
+    Example:
+        >>> cfg = StackConfig(state_dir=Path("/tmp/ps"))
+        >>> cfg.kafka_bootstrap
+        '127.0.0.1:9092'
+        >>> cfg.pid_file("redis").name
+        'redis.pid'
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    state_dir: Path = REPO_ROOT / ".state"
+    cache_dir: Path = REPO_ROOT / ".cache"
+    host: str = "127.0.0.1"
+    kafka_port: int = Field(default=9092, gt=0, lt=65536)
+    kafka_controller_port: int = Field(default=9093, gt=0, lt=65536)
+    kafka_heap: str = "768m"
+    kafka_transaction_max_timeout_ms: int = 900_000
+    redis_port: int = Field(default=6379, gt=0, lt=65536)
+    flink_rest_port: int = Field(default=8081, gt=0, lt=65536)
+    flink_taskmanager_slots: int = Field(default=2, ge=1)
+    flink_process_memory: str = "1600m"
+    java_home: Path | None = None
+    mvn: str = "mvn"
+    ready_timeout_s: float = Field(default=90.0, gt=0)
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        return f"{self.host}:{self.kafka_port}"
+
+    @property
+    def redis_url(self) -> str:
+        return f"redis://{self.host}:{self.redis_port}/0"
+
+    def pid_file(self, service: str) -> Path:
+        return self.state_dir / "pids" / f"{service}.pid"
+
+    def log_file(self, service: str) -> Path:
+        return self.state_dir / "logs" / f"{service}.log"
+
+    def jar_dir(self, bundle: str) -> Path:
+        return self.cache_dir / "jars" / bundle
+
+    @property
+    def flink_kafka_connector_jar(self) -> Path:
+        """The Flink Kafka SQL connector jar, as resolved by ``infra/maven/flink/pom.xml``."""
+        jars = sorted(self.jar_dir("flink").glob("flink-sql-connector-kafka-*.jar"))
+        if jars:
+            return jars[-1]
+        return self.jar_dir("flink") / "flink-sql-connector-kafka.jar"

@@ -1,0 +1,138 @@
+"""One Apache Kafka 4.x node in KRaft mode (combined broker and controller)."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from infra import processes
+from infra.config import StackConfig
+from infra.errors import StartError
+from infra.jars import resolve
+from infra.prereqs import java
+
+SERVICE = "kafka"
+
+_LOG4J2 = """\
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.kafka.name = kafka
+logger.kafka.level = WARN
+logger.apache.name = org.apache.kafka
+logger.apache.level = WARN
+"""
+
+
+def _properties(config: StackConfig, data_dir: Path) -> str:
+    host = config.host
+    return "\n".join(
+        [
+            "process.roles=broker,controller",
+            "node.id=1",
+            f"controller.quorum.bootstrap.servers={host}:{config.kafka_controller_port}",
+            f"listeners=PLAINTEXT://{host}:{config.kafka_port},CONTROLLER://{host}:{config.kafka_controller_port}",
+            f"advertised.listeners=PLAINTEXT://{host}:{config.kafka_port}",
+            "controller.listener.names=CONTROLLER",
+            "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            f"log.dirs={data_dir}",
+            "num.partitions=3",
+            "offsets.topic.replication.factor=1",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+            "share.coordinator.state.topic.replication.factor=1",
+            "share.coordinator.state.topic.min.isr=1",
+            "group.initial.rebalance.delay.ms=0",
+            f"transaction.max.timeout.ms={config.kafka_transaction_max_timeout_ms}",
+            "auto.create.topics.enable=false",
+            "",
+        ]
+    )
+
+
+def _cluster_id(state: Path) -> str:
+    path = state / "cluster.id"
+    if not path.exists():
+        path.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))
+    return path.read_text().strip()
+
+
+def _prepare(config: StackConfig) -> tuple[Path, Path]:
+    state = config.state_dir / SERVICE
+    data = state / "data"
+    state.mkdir(parents=True, exist_ok=True)
+    props = state / "server.properties"
+    props.write_text(_properties(config, data))
+    (state / "log4j2.properties").write_text(_LOG4J2.format(log=state / "server.log"))
+    if not (data / "meta.properties").exists():
+        jars = resolve(config, "kafka")
+        argv = [
+            java(config.java_home), "-cp", f"{jars}/*", "kafka.tools.StorageTool", "format",
+            "-t", _cluster_id(state), "-c", str(props), "--standalone",
+        ]
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)  # noqa: S603
+        if done.returncode != 0:
+            msg = f"kafka storage format failed: {(done.stdout + done.stderr)[-2000:]}"
+            raise StartError(msg)
+    return state, props
+
+
+def start(config: StackConfig) -> int:
+    """Start the broker if not running; return its pid once an AdminClient sees it."""
+    pid = processes.read_pid(config.pid_file(SERVICE))
+    if pid is not None:
+        return pid
+    state, props = _prepare(config)
+    jars = resolve(config, "kafka")
+    argv = [
+        java(config.java_home), f"-Xmx{config.kafka_heap}", f"-Xms{config.kafka_heap}",
+        "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={state / 'log4j2.properties'}",
+        f"-Dpricestream.state={config.state_dir}",
+        "-cp", f"{jars}/*", "kafka.Kafka", str(props),
+    ]
+    pid = processes.spawn(
+        argv, pid_file=config.pid_file(SERVICE), log_file=config.log_file(SERVICE), cwd=config.state_dir / SERVICE
+    )
+    wait_ready(config)
+    return pid
+
+
+def ready(bootstrap: str, timeout_s: float = 2.0) -> bool:
+    """True if an AdminClient sees at least one broker."""
+    # log_level 0: while the broker boots, librdkafka would print a refused connection every 50 ms.
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 1000, "log_level": 0})
+    try:
+        meta = admin.list_topics(timeout=timeout_s)
+    except KafkaException:
+        return False
+    return bool(meta.brokers)
+
+
+def wait_ready(config: StackConfig) -> None:
+    deadline = time.monotonic() + config.ready_timeout_s
+    while time.monotonic() < deadline:
+        if processes.read_pid(config.pid_file(SERVICE)) is None:
+            msg = f"kafka exited during start-up:\n{processes.tail(config.log_file(SERVICE))}"
+            raise StartError(msg)
+        if ready(config.kafka_bootstrap):
+            return
+        time.sleep(0.5)
+    msg = f"kafka not ready after {config.ready_timeout_s}s:\n{processes.tail(config.log_file(SERVICE))}"
+    raise StartError(msg)
+
+
+def stop(config: StackConfig) -> bool:
+    return processes.stop(config.pid_file(SERVICE))
