@@ -9,7 +9,7 @@ import pytest
 from routing.calibration import DEFAULT_THRESHOLDS, route_many, thresholds_for_shares, tier_shares
 from routing.curve import TierCosts, best_point, cost_revenue_curve, plot_curve
 from routing.errors import CalibrationError, RoutingInputError
-from routing.router import TieredRouter, TierShares, Thresholds
+from routing.router import Thresholds, TieredRouter, TierShares
 
 TARGET = TierShares(rules=0.35, light=0.5, heavy=0.15)
 
