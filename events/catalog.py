@@ -41,24 +41,42 @@ VIEWS: MappingProxyType[str, tuple[tuple[str, ...], tuple[str, ...]]] = MappingP
                 "searches_7d",
                 "views_7d",
                 "bookings_7d",
-                "bookings_prev_7d",
                 "cancellations_7d",
-                "look_to_book_7d",
-                "booking_pace_7d",
                 "lead_time_mean_days_7d",
                 "lead_time_std_days_7d",
             ),
         ),
+        "stay_14d": (STAY_KEYS, ("bookings_14d",)),
         "stay_inventory": (STAY_KEYS, ("rooms_left", "capacity", "occupancy")),
         "hotel_stats": (HOTEL_KEYS, ("hotel_searches_24h", "hotel_bookings_24h", "hotel_views_24h")),
     }
 )
 
-STAY_FEATURES: tuple[str, ...] = tuple(
+# Ratios of stored aggregates, computed on read (Flink allows one OVER frame per query, so
+# "bookings in the 7 days before the last 7" comes from the 14-day and 7-day views).
+DERIVED_FEATURES: tuple[str, ...] = ("bookings_prev_7d", "booking_pace_7d", "look_to_book_7d")
+
+STORED_STAY_FEATURES: tuple[str, ...] = tuple(
     name for keys, names in VIEWS.values() if keys == STAY_KEYS for name in names
 )
+STAY_FEATURES: tuple[str, ...] = STORED_STAY_FEATURES + DERIVED_FEATURES
 HOTEL_FEATURES: tuple[str, ...] = VIEWS["hotel_stats"][1]
 ALL_FEATURES: tuple[str, ...] = STAY_FEATURES + HOTEL_FEATURES
+
+
+def derive(values: dict[str, float | None]) -> dict[str, float | None]:
+    """Add the derived ratios to a feature mapping (in place, and returned).
+
+    Example:
+        >>> derive({"bookings_7d": 6.0, "bookings_14d": 9.0, "views_7d": 30.0})["booking_pace_7d"]
+        2.0
+    """
+    b7, b14, v7 = values.get("bookings_7d"), values.get("bookings_14d"), values.get("views_7d")
+    prev = None if b7 is None or b14 is None else max(b14 - b7, 0.0)
+    values["bookings_prev_7d"] = prev
+    values["booking_pace_7d"] = None if prev is None or b7 is None else b7 / max(prev, 1.0)
+    values["look_to_book_7d"] = None if v7 is None or b7 is None else v7 / max(b7, 1.0)
+    return values
 
 # Request-side inputs that every model sees next to the stored features.
 REQUEST_FEATURES: tuple[str, ...] = ("price", "lead_time_days", "nights", "stay_dow", "channel_code")
@@ -73,5 +91,7 @@ def view_of(feature: str) -> str:
     for view, (_, names) in VIEWS.items():
         if feature in names:
             return view
+    if feature in DERIVED_FEATURES:
+        return "derived"
     msg = f"feature {feature!r} is in no view; known: {sorted(ALL_FEATURES)}"
     raise KeyError(msg)
