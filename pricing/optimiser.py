@@ -1,0 +1,150 @@
+"""Revenue-maximising price over a grid inside ``[floor, ceiling]``.
+
+Expected revenue of a candidate is ``price x p(book | price)``. With an
+ensemble (``probs`` of shape ``(grid, members)``) the objective is risk
+adjusted: ``price x (mean - risk_aversion x std)``. Grids are geometric
+(equal price *ratios*), because demand responds to relative price changes.
+An optional refinement pass re-grids between the neighbours of the best
+point, for a coarse first grid at the cost of a second model call.
+
+If the model returns anything non-finite, the optimiser does not guess: it
+returns the fallback (rules) price clamped into the bounds and flags it.
+
+Example:
+    >>> import numpy as np
+    >>> demand = lambda p: (1 / (1 + np.exp(-(8 - 1.6 * np.log(p)))))[:, None]
+    >>> best = optimise(demand, floor=50.0, ceiling=400.0, grid_size=41)
+    >>> round(best.price, 1), best.fallback, len(best.candidates)  # true optimum: 204.2
+    (203.5, False, 41)
+    >>> optimise(lambda p: np.full((len(p), 1), np.nan), floor=50.0, ceiling=400.0,
+    ...          grid_size=9, fallback_price=120.0).price
+    120.0
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from pricing.errors import QuoteError
+
+Predict = Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating]]
+"""prices ``(g,)`` -> booking probabilities ``(g, members)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Optimum:
+    """The chosen price and everything that was weighed.
+
+    Attributes:
+        price: chosen price, finite and inside the bounds.
+        expected_revenue: ``price x mean p(book)`` at the chosen price (0.0 on fallback).
+        booking_prob: mean ``p(book)`` at the chosen price (``None`` on fallback).
+        uncertainty: std of ``p(book)`` across ensemble members at the chosen price (0 for one member).
+        candidates: every evaluated ``(price, mean p(book))``, sorted by price.
+        fallback: the model returned non-finite values and the fallback price was used.
+    """
+
+    price: float
+    expected_revenue: float
+    booking_prob: float | None
+    uncertainty: float
+    candidates: tuple[tuple[float, float], ...]
+    fallback: bool = False
+
+
+def check_bounds(floor: float, ceiling: float) -> None:
+    """Raise :class:`QuoteError` unless ``0 < floor <= ceiling`` and both are finite."""
+    if not (math.isfinite(floor) and floor > 0):
+        raise QuoteError(field="floor", value=floor, expected="a finite price > 0")
+    if not (math.isfinite(ceiling) and ceiling >= floor):
+        raise QuoteError(field="ceiling", value=ceiling, expected=f"a finite price >= floor ({floor})")
+
+
+def price_grid(floor: float, ceiling: float, size: int) -> npt.NDArray[np.float64]:
+    """``size`` geometrically spaced prices from ``floor`` to ``ceiling`` (both included).
+
+    Example:
+        >>> price_grid(50.0, 200.0, 3).tolist()
+        [50.0, 100.0, 200.0]
+    """
+    check_bounds(floor, ceiling)
+    if size < 1:
+        raise QuoteError(field="grid_size", value=size, expected="at least 1")
+    if size == 1 or floor == ceiling:
+        return np.full(size, floor)
+    grid = np.geomspace(floor, ceiling, size)
+    grid[0], grid[-1] = floor, ceiling  # geomspace can miss the ends by an ulp
+    return grid
+
+
+def _objective(
+    prices: npt.NDArray[np.float64], probs: npt.NDArray[np.floating], risk_aversion: float
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    p = np.clip(np.asarray(probs, dtype=np.float64).reshape(len(prices), -1), 0.0, 1.0)
+    mean = p.mean(axis=1)
+    std = p.std(axis=1)
+    return prices * np.maximum(mean - risk_aversion * std, 0.0), mean, std
+
+
+def optimise(
+    predict: Predict,
+    *,
+    floor: float,
+    ceiling: float,
+    grid_size: int,
+    refine_passes: int = 0,
+    risk_aversion: float = 0.0,
+    fallback_price: float | None = None,
+) -> Optimum:
+    """Search the grid (then refine) for the best risk-adjusted expected revenue.
+
+    Args:
+        predict: prices -> ``(g, members)`` booking probabilities.
+        floor: lowest allowed price.
+        ceiling: highest allowed price.
+        grid_size: candidates per pass.
+        refine_passes: extra passes between the neighbours of the current best.
+        risk_aversion: ``lambda`` in ``mean - lambda x std``.
+        fallback_price: used (clamped) if the model returns non-finite values;
+            ``None`` means the geometric mid-point of the bounds.
+
+    Raises:
+        QuoteError: if the bounds are impossible.
+    """
+    prices = price_grid(floor, ceiling, grid_size)
+    seen_p: list[npt.NDArray[np.float64]] = []
+    seen_m: list[npt.NDArray[np.float64]] = []
+    best_i, score, mean, std = 0, np.zeros(0), np.zeros(0), np.zeros(0)
+    for step in range(refine_passes + 1):
+        probs = predict(prices)
+        if not np.all(np.isfinite(probs)):
+            return _fallback(floor, ceiling, fallback_price)
+        score, mean, std = _objective(prices, probs, risk_aversion)
+        seen_p.append(prices)
+        seen_m.append(mean)
+        best_i = int(np.argmax(score))
+        if step < refine_passes:
+            low, high = prices[max(best_i - 1, 0)], prices[min(best_i + 1, len(prices) - 1)]
+            if high <= low:
+                break
+            prices = price_grid(float(low), float(high), grid_size)
+    price = float(prices[best_i])
+    all_p = np.concatenate(seen_p)
+    all_m = np.concatenate(seen_m)
+    order = np.argsort(all_p, kind="stable")
+    candidates = tuple(zip(all_p[order].tolist(), all_m[order].tolist(), strict=True))
+    prob = float(mean[best_i])
+    return Optimum(price, price * prob, prob, float(std[best_i]), candidates)
+
+
+def _fallback(floor: float, ceiling: float, fallback_price: float | None) -> Optimum:
+    price = math.sqrt(floor * ceiling) if fallback_price is None else fallback_price
+    if not math.isfinite(price):
+        price = floor
+    price = min(max(price, floor), ceiling)
+    return Optimum(price, 0.0, None, 0.0, (), fallback=True)

@@ -1,0 +1,243 @@
+"""Model tiers that quote a price: light (small ONNX model, coarse grid) and heavy (ensemble, fine grid).
+
+A pricer loads a bundle written by :func:`pricing.training.train_bundle`,
+checks the ONNX checksum, and prices one request per :meth:`quote` call with a
+single batched ``session.run`` per grid pass. Buffers are pre-allocated per
+thread, and the hot path touches no pandas.
+
+Example:
+    >>> import tempfile
+    >>> from datetime import date, datetime, timezone
+    >>> import numpy as np, pandas as pd
+    >>> from events.models import PricingRequest
+    >>> from pricing.models import DemandModelConfig
+    >>> from pricing.training import train_bundle
+    >>> from pricing.vectorize import LIGHT_COLUMNS
+    >>> rng = np.random.default_rng(0)
+    >>> frame = pd.DataFrame(rng.uniform(0, 1, size=(600, len(LIGHT_COLUMNS))), columns=list(LIGHT_COLUMNS))
+    >>> frame["price"] = rng.uniform(50, 300, 600)
+    >>> frame["booked"] = (rng.random(600) < 1 / (1 + np.exp((frame["price"] - 150) / 40))).astype(int)
+    >>> bundle = train_bundle(frame, tempfile.mkdtemp(), tier="light", config=DemandModelConfig(num_trees=20)).path
+    >>> pricer = load_pricer(bundle)
+    >>> req = PricingRequest(hotel_id="h1", room_type="std", stay_date=date(2026, 12, 24),
+    ...                      event_time=datetime(2026, 12, 1, tzinfo=timezone.utc))
+    >>> q = pricer.quote(req, {"occupancy": 0.5}, floor=60.0, ceiling=280.0)
+    >>> pricer.name, 60.0 <= q.price <= 280.0, 0.0 < q.booking_prob < 1.0, len(q.candidates)
+    ('demand-light', True, True, 18)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from events.models import PricingRequest
+from pricing.errors import BundleError
+from pricing.onnx_runtime import OnnxDemandModel
+from pricing.optimiser import check_bounds, optimise
+from pricing.training import ONNX_FILE, read_meta
+from pricing.vectorize import Vectorizer
+
+LIGHT_GRID = 9
+LIGHT_REFINE = 1
+"""Light: 9 coarse points, then 9 between the best point's neighbours (two ~20 us runs beat 41 rows)."""
+HEAVY_GRID = 41
+HEAVY_RISK_AVERSION = 0.5
+"""Heavy objective: price x (mean - 0.5 std); a mild penalty that prefers prices the members agree on."""
+
+
+@dataclass(frozen=True, slots=True)
+class Quote:
+    """A tier's answer for one request.
+
+    Attributes:
+        price: chosen price, finite and inside ``[floor, ceiling]``.
+        expected_revenue: ``price x booking_prob`` (0.0 on fallback).
+        booking_prob: mean ``p(book)`` at ``price``; ``None`` only on fallback.
+        uncertainty: std of ``p(book)`` across ensemble members at ``price`` (0.0 for the light tier).
+        candidates: every evaluated ``(price, p(book))``, sorted by price.
+        model_name: bundle name (``demand-light``).
+        model_version: bundle version.
+        fallback: the model returned non-finite values; ``price`` is the clamped rules price.
+    """
+
+    price: float
+    expected_revenue: float
+    booking_prob: float | None
+    uncertainty: float
+    candidates: tuple[tuple[float, float], ...]
+    model_name: str
+    model_version: str
+    fallback: bool = False
+
+
+@runtime_checkable
+class TierPricer(Protocol):
+    """What the scorer calls; implemented by :class:`LightPricer` and :class:`HeavyPricer`."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+    def quote(
+        self,
+        request: PricingRequest,
+        features: Mapping[str, float | None],
+        *,
+        floor: float,
+        ceiling: float,
+        rule_price: float | None = None,
+    ) -> Quote: ...
+
+
+class _BundlePricer:
+    grid_size = LIGHT_GRID
+    refine_passes = 0
+    risk_aversion = 0.0
+
+    def __init__(self, bundle_dir: str | Path, *, meta: Mapping[str, Any] | None = None) -> None:
+        self._path = Path(bundle_dir)
+        self._meta = dict(meta if meta is not None else read_meta(self._path))
+        onnx_path = self._path / ONNX_FILE
+        try:
+            blob = onnx_path.read_bytes()
+        except OSError as exc:
+            msg = f"bundle {self._path}: {ONNX_FILE} unreadable ({exc})"
+            raise BundleError(msg) from exc
+        expected = self._meta["onnx_sha256"].get(ONNX_FILE)
+        if hashlib.sha256(blob).hexdigest() != expected:
+            msg = f"bundle {self._path}: {ONNX_FILE} sha256 does not match meta.json ({expected})"
+            raise BundleError(msg)
+        self._model = OnnxDemandModel(blob)
+        self._columns = tuple(self._meta["columns"])
+        if self._model.n_features != len(self._columns):
+            msg = f"bundle {self._path}: model takes {self._model.n_features} inputs, meta lists {len(self._columns)}"
+            raise BundleError(msg)
+        envelope = self._meta.get("envelope", {})
+        bounds = [envelope.get(c, [None, None]) for c in self._columns[1:]]
+        self._low = np.array([-math.inf if b[0] is None else b[0] for b in bounds], dtype=np.float32)
+        self._high = np.array([math.inf if b[1] is None else b[1] for b in bounds], dtype=np.float32)
+        self._local = threading.local()
+
+    @property
+    def name(self) -> str:
+        """Bundle name, e.g. ``demand-light``."""
+        return str(self._meta["name"])
+
+    @property
+    def version(self) -> str:
+        """Bundle version (derived from the ONNX bytes)."""
+        return str(self._meta["version"])
+
+    @property
+    def path(self) -> Path:
+        """Bundle directory."""
+        return self._path
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """Parsed ``meta.json``."""
+        return dict(self._meta)
+
+    def _vectorizer(self) -> Vectorizer:
+        vec: Vectorizer | None = getattr(self._local, "vec", None)
+        if vec is None:
+            vec = Vectorizer(self._columns, grid_size=self.grid_size)
+            self._local.vec = vec
+        return vec
+
+    def predict(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """``(n, members)`` booking probabilities for a model matrix in this bundle's column order."""
+        return self._model.predict(x)
+
+    def ood_distance(self, request: PricingRequest, features: Mapping[str, float | None]) -> float:
+        """Share of known non-price inputs outside the training 1st-99th percentile envelope, in [0, 1]."""
+        vec = self._vectorizer()
+        vec.prepare(request, features)
+        row = vec.with_prices(np.ones(1))[0, 1:]
+        known = np.isfinite(row)
+        if not known.any():
+            return 1.0
+        outside = (row < self._low) | (row > self._high)
+        return float(outside[known].mean())
+
+    def quote(
+        self,
+        request: PricingRequest,
+        features: Mapping[str, float | None],
+        *,
+        floor: float,
+        ceiling: float,
+        rule_price: float | None = None,
+    ) -> Quote:
+        """Best price in ``[floor, ceiling]`` for this request.
+
+        Raises:
+            QuoteError: if ``floor``/``ceiling`` are not finite with ``0 < floor <= ceiling``.
+        """
+        check_bounds(floor, ceiling)
+        vec = self._vectorizer()
+        vec.prepare(request, features)
+        model = self._model
+
+        def predict(prices: npt.NDArray[np.float64]) -> npt.NDArray[np.float32]:
+            return model.predict(vec.with_prices(prices))
+
+        best = optimise(
+            predict,
+            floor=floor,
+            ceiling=ceiling,
+            grid_size=self.grid_size,
+            refine_passes=self.refine_passes,
+            risk_aversion=self.risk_aversion,
+            fallback_price=rule_price,
+        )
+        return Quote(
+            best.price,
+            best.expected_revenue,
+            best.booking_prob,
+            best.uncertainty,
+            best.candidates,
+            self.name,
+            self.version,
+            best.fallback,
+        )
+
+
+class LightPricer(_BundlePricer):
+    """Small ONNX model, coarse grid plus one refinement pass."""
+
+    grid_size = LIGHT_GRID
+    refine_passes = LIGHT_REFINE
+
+
+class HeavyPricer(_BundlePricer):
+    """Bagged ensemble in one ONNX graph, fine grid, risk-adjusted objective, member spread as uncertainty."""
+
+    grid_size = HEAVY_GRID
+    risk_aversion = HEAVY_RISK_AVERSION
+
+
+def load_pricer(bundle_dir: str | Path) -> LightPricer | HeavyPricer:
+    """The pricer for a bundle, chosen by ``meta.json``'s ``tier``.
+
+    Raises:
+        BundleError: if the bundle is missing, corrupt or of an unknown tier.
+    """
+    meta = read_meta(bundle_dir)
+    if meta["tier"] == "light":
+        return LightPricer(bundle_dir, meta=meta)
+    if meta["tier"] == "heavy":
+        return HeavyPricer(bundle_dir, meta=meta)
+    msg = f"bundle {bundle_dir}: tier {meta['tier']!r}, expected 'light' or 'heavy'"
+    raise BundleError(msg)
