@@ -1,0 +1,235 @@
+"""Promotion gates: checks on model quality (not only latency) between rollout stages.
+
+=====================  ===============================================================  ===============
+gate                   observed                                                         passes when
+=====================  ===============================================================  ===============
+``flip_rate``          share of identical inputs priced more than ``flip_threshold``    <= limit
+                       apart by candidate and incumbent (paired, e.g. from shadow)
+``price_ks``           two-sample Kolmogorov-Smirnov statistic of the two price lists   <= limit
+``price_mean_shift``   ``|mean((candidate - incumbent) / incumbent)|`` (paired)         <= limit
+``booking_rate``       candidate booking rate, lower bound of its Wilson interval       >= incumbent
+                                                                                        x (1 - tol)
+``revenue_per_request``  candidate revenue per request, lower bound of its normal CI    >= incumbent
+                                                                                        x (1 - tol)
+``p99_latency``        candidate p99 latency in ms                                      <= limit
+=====================  ===============================================================  ===============
+
+A gate without enough evidence fails: no evidence is not good evidence.
+
+Example:
+    >>> inc = [100.0] * 100
+    >>> cand = [100.0] * 80 + [110.0] * 20
+    >>> r = flip_rate_gate(inc, cand, limits=GateLimits())
+    >>> r.passed, r.observed
+    (False, 0.2)
+    >>> r.message
+    "gate 'flip_rate' failed: observed 0.2 > limit 0.1 (over by 0.1, +100.0%)"
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+from scipy import stats
+
+from routing.errors import RoutingInputError
+
+
+class GateLimits(BaseModel):
+    """Limits of the promotion gates (defaults are conservative starting points)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    flip_threshold: float = Field(default=0.01, gt=0.0)
+    max_flip_rate: float = Field(default=0.10, ge=0.0, le=1.0)
+    max_ks: float = Field(default=0.10, ge=0.0, le=1.0)
+    max_mean_shift: float = Field(default=0.03, ge=0.0)
+    booking_tolerance: float = Field(default=0.05, ge=0.0, lt=1.0)
+    revenue_tolerance: float = Field(default=0.05, ge=0.0, lt=1.0)
+    confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
+    max_p99_latency_ms: float = Field(default=50.0, gt=0.0)
+    min_samples: int = Field(default=30, ge=1)
+
+
+class GateResult(BaseModel):
+    """Outcome of one gate; ``message`` names the gate and by how much it missed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    passed: bool
+    gate: str
+    observed: float
+    limit: float
+    message: str
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a stage collected. Paired arrays (same inputs) come from shadow scoring; outcome
+    arrays (one value per request served by that arm) from canary and blend traffic."""
+
+    incumbent_prices: Sequence[float] | None = None
+    candidate_prices: Sequence[float] | None = None
+    incumbent_booked: Sequence[float] | None = None
+    candidate_booked: Sequence[float] | None = None
+    incumbent_revenue: Sequence[float] | None = None
+    candidate_revenue: Sequence[float] | None = None
+    candidate_latency_ms: Sequence[float] | None = None
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _result(gate: str, observed: float, limit: float, *, at_most: bool) -> GateResult:
+    passed = observed <= limit if at_most else observed >= limit
+    if passed:
+        sign = "<=" if at_most else ">="
+        return GateResult(
+            passed=True,
+            gate=gate,
+            observed=observed,
+            limit=limit,
+            message=f"gate {gate!r} passed: observed {_fmt(observed)} {sign} limit {_fmt(limit)}",
+        )
+    gap = abs(observed - limit)
+    rel = f", {'+' if at_most else '-'}{100 * gap / abs(limit):.1f}%" if limit else ""
+    words = ("over", ">") if at_most else ("short", "<")
+    message = (
+        f"gate {gate!r} failed: observed {_fmt(observed)} {words[1]} limit {_fmt(limit)} "
+        f"({words[0]} by {_fmt(gap)}{rel})"
+    )
+    return GateResult(passed=False, gate=gate, observed=observed, limit=limit, message=message)
+
+
+def _no_evidence(gate: str, limit: float, need: str) -> GateResult:
+    return GateResult(
+        passed=False, gate=gate, observed=math.nan, limit=limit, message=f"gate {gate!r} failed: no evidence ({need})"
+    )
+
+
+def _array(name: str, values: Sequence[float]) -> np.ndarray:
+    arr = np.asarray(values, dtype=float).ravel()
+    if not np.all(np.isfinite(arr)):
+        raise RoutingInputError(field=name, value=arr[~np.isfinite(arr)][:3].tolist(), expected="finite numbers")
+    return arr
+
+
+def _paired(incumbent: Sequence[float], candidate: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    inc, cand = _array("incumbent_prices", incumbent), _array("candidate_prices", candidate)
+    if inc.size != cand.size or np.any(inc <= 0):
+        raise RoutingInputError(
+            field="incumbent_prices", value=f"{inc.size} values", expected=f"{cand.size} prices > 0 (paired)"
+        )
+    return inc, cand
+
+
+def flip_rate_gate(incumbent: Sequence[float], candidate: Sequence[float], *, limits: GateLimits) -> GateResult:
+    """Share of paired inputs whose prices differ by more than ``flip_threshold`` (relative)."""
+    inc, cand = _paired(incumbent, candidate)
+    if inc.size < limits.min_samples:
+        return _no_evidence("flip_rate", limits.max_flip_rate, f"{inc.size} < {limits.min_samples} paired prices")
+    rate = float(np.mean(np.abs(cand - inc) / inc > limits.flip_threshold))
+    return _result("flip_rate", rate, limits.max_flip_rate, at_most=True)
+
+
+def price_ks_gate(incumbent: Sequence[float], candidate: Sequence[float], *, limits: GateLimits) -> GateResult:
+    """Kolmogorov-Smirnov distance between the two price distributions."""
+    inc, cand = _array("incumbent_prices", incumbent), _array("candidate_prices", candidate)
+    if min(inc.size, cand.size) < limits.min_samples:
+        return _no_evidence("price_ks", limits.max_ks, f"fewer than {limits.min_samples} prices per arm")
+    statistic = float(stats.ks_2samp(inc, cand).statistic)
+    return _result("price_ks", statistic, limits.max_ks, at_most=True)
+
+
+def price_mean_shift_gate(incumbent: Sequence[float], candidate: Sequence[float], *, limits: GateLimits) -> GateResult:
+    """Absolute mean relative price difference on paired inputs."""
+    inc, cand = _paired(incumbent, candidate)
+    if inc.size < limits.min_samples:
+        return _no_evidence("price_mean_shift", limits.max_mean_shift, f"{inc.size} paired prices")
+    shift = float(abs(np.mean((cand - inc) / inc)))
+    return _result("price_mean_shift", shift, limits.max_mean_shift, at_most=True)
+
+
+def wilson_lower(successes: float, n: int, *, confidence: float) -> float:
+    """Lower bound of the Wilson score interval for a binomial proportion.
+
+    Example:
+        >>> round(wilson_lower(50, 100, confidence=0.95), 4)
+        0.4038
+    """
+    if n == 0:
+        return 0.0
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    p = successes / n
+    centre = p + z * z / (2 * n)
+    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (centre - spread) / (1 + z * z / n)
+
+
+def booking_rate_gate(incumbent: Sequence[float], candidate: Sequence[float], *, limits: GateLimits) -> GateResult:
+    """Candidate booking rate (Wilson lower bound) against incumbent rate x (1 - tolerance)."""
+    inc, cand = _array("incumbent_booked", incumbent), _array("candidate_booked", candidate)
+    limit = float(inc.mean()) * (1 - limits.booking_tolerance) if inc.size else math.nan
+    if min(inc.size, cand.size) < limits.min_samples:
+        return _no_evidence("booking_rate", limit, f"fewer than {limits.min_samples} outcomes per arm")
+    lower = wilson_lower(float(cand.sum()), int(cand.size), confidence=limits.confidence)
+    return _result("booking_rate", lower, limit, at_most=False)
+
+
+def revenue_gate(incumbent: Sequence[float], candidate: Sequence[float], *, limits: GateLimits) -> GateResult:
+    """Candidate revenue per request (lower normal-CI bound) against incumbent mean x (1 - tolerance)."""
+    inc, cand = _array("incumbent_revenue", incumbent), _array("candidate_revenue", candidate)
+    limit = float(inc.mean()) * (1 - limits.revenue_tolerance) if inc.size else math.nan
+    if min(inc.size, cand.size) < limits.min_samples:
+        return _no_evidence("revenue_per_request", limit, f"fewer than {limits.min_samples} outcomes per arm")
+    z = float(stats.norm.ppf(0.5 + limits.confidence / 2))
+    lower = float(cand.mean() - z * cand.std(ddof=1) / math.sqrt(cand.size))
+    return _result("revenue_per_request", lower, limit, at_most=False)
+
+
+def latency_gate(latencies_ms: Sequence[float], *, limits: GateLimits) -> GateResult:
+    """Candidate p99 latency against ``max_p99_latency_ms``."""
+    lat = _array("candidate_latency_ms", latencies_ms)
+    if lat.size < limits.min_samples:
+        return _no_evidence("p99_latency", limits.max_p99_latency_ms, f"{lat.size} latencies")
+    return _result("p99_latency", float(np.percentile(lat, 99)), limits.max_p99_latency_ms, at_most=True)
+
+
+def evaluate_gates(evidence: Evidence, *, limits: GateLimits, outcomes: bool) -> list[GateResult]:
+    """Run the price and latency gates, and with ``outcomes`` also booking and revenue gates.
+
+    Shadow has no outcomes (the candidate's prices were never shown), so leaving shadow runs
+    ``outcomes=False``; leaving canary or blend runs all six.
+    """
+    e = evidence
+    results: list[GateResult] = []
+    if e.incumbent_prices is None or e.candidate_prices is None:
+        need = "incumbent_prices and candidate_prices"
+        results += [
+            _no_evidence("flip_rate", limits.max_flip_rate, need),
+            _no_evidence("price_ks", limits.max_ks, need),
+            _no_evidence("price_mean_shift", limits.max_mean_shift, need),
+        ]
+    else:
+        for gate in (flip_rate_gate, price_ks_gate, price_mean_shift_gate):
+            results.append(gate(e.incumbent_prices, e.candidate_prices, limits=limits))
+    if outcomes:
+        pairs = (
+            (booking_rate_gate, "booking_rate", e.incumbent_booked, e.candidate_booked),
+            (revenue_gate, "revenue_per_request", e.incumbent_revenue, e.candidate_revenue),
+        )
+        for gate_fn, name, inc, cand in pairs:
+            if inc is None or cand is None:
+                results.append(_no_evidence(name, math.nan, f"incumbent and candidate outcomes for {name}"))
+            else:
+                results.append(gate_fn(inc, cand, limits=limits))
+    if e.candidate_latency_ms is None:
+        results.append(_no_evidence("p99_latency", limits.max_p99_latency_ms, "candidate_latency_ms"))
+    else:
+        results.append(latency_gate(e.candidate_latency_ms, limits=limits))
+    return results
