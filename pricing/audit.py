@@ -179,7 +179,8 @@ class AuditLog:
             features: the features the decision used (hashed with the request).
             decision: the decision returned to the caller.
             models: (name, version) of every model consulted, in order.
-            candidates: (candidate price, expected revenue) pairs the optimiser compared.
+            candidates: (candidate price, booking probability) pairs the optimiser compared; each is
+                recorded as ``[price, booking_prob, expected_revenue]``.
             feature_versions: feature version labels (defaults to the decision's feature_version).
         """
         return self.append_entry(
@@ -190,7 +191,7 @@ class AuditLog:
                 "snapshot_id": decision.snapshot_id,
                 "tier": decision.tier,
                 "rule_ids": list(decision.rule_ids),
-                "candidates": [[float(p), float(r)] for p, r in candidates],
+                "candidates": [[float(p), float(b), float(p) * float(b)] for p, b in candidates],
                 "latency_ms": decision.latency_ms,
                 "decision": decision.model_dump(mode="json", exclude={"features"}),
             }

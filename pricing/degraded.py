@@ -143,3 +143,56 @@ class Deadline:
             return 0.0
         left = 1.0 - (time.perf_counter() - self._start) / self._budget_s
         return min(1.0, max(0.0, left))
+
+
+def unit_or_nan(value: Any) -> float:
+    """``value`` clipped to [0, 1]; NaN (and non-numbers) stay NaN, which the router reads as "unknown"."""
+    number = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
+    return number if math.isnan(number) else min(1.0, max(0.0, number))
+
+
+def probability(value: Any) -> float | None:
+    """A probability clipped to [0, 1], or ``None`` when missing or non-finite."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return min(1.0, max(0.0, float(value)))
+
+
+def share_to_distance(share: float, *, half: float) -> float:
+    """The distance ``d`` with ``d / (d + half) == share`` (so a share in [0, 1] maps onto the component).
+
+    Example:
+        >>> share_to_distance(0.5, half=3.0), share_to_distance(1.0, half=3.0)
+        (3.0, inf)
+    """
+    if math.isnan(share) or share >= 1.0:
+        return math.inf
+    share = max(0.0, share)
+    return half * share / (1.0 - share)
+
+
+def quote_problem(quote: Any) -> str | None:
+    """Why a model quote cannot be used (non-finite or non-positive price, model fallback), else ``None``."""
+    price = getattr(quote, "price", None)
+    if isinstance(price, bool) or not isinstance(price, int | float) or not math.isfinite(price) or price <= 0:
+        return f"price {price!r}, expected a finite number > 0"
+    if getattr(quote, "fallback", False):
+        return "the model returned non-finite demand; it fell back to the rules price"
+    return None
+
+
+def final_price(price: float, outcome: Any, last_published: float | None) -> float:
+    """``price`` clamped to the rules' bounds, else the first usable of rules price, floor, last published.
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> out = NS(floor=50.0, ceiling=200.0, rule_price=100.0, clamp=lambda p: min(max(p, 50.0), 200.0))
+        >>> final_price(1e9, out, None), final_price(float("nan"), out, None)
+        (200.0, 100.0)
+    """
+    first = outcome.clamp(price) if isinstance(price, int | float) and math.isfinite(price) else None
+    for value in (first, outcome.rule_price, outcome.floor, last_published):
+        if isinstance(value, int | float) and math.isfinite(value) and value > 0:
+            return float(value)
+    msg = f"price: got {price!r} and no finite positive fallback from the rules; expected one"
+    raise ValueError(msg)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -45,7 +45,7 @@ from pricing.degraded import Deadline, Degradation, missing_features, sanitize_f
 from pricing.errors import FeatureStoreUnavailable
 from pricing.feature_source import EMPTY_READ, FeatureRead, FeatureSource, MemoryFeatureSource
 from pricing.metrics import ScorerMetrics
-from routing.complexity import TrainingStats, complexity_score, inputs_from
+from routing.complexity import OOD_HALF, TrainingStats, complexity_score, inputs_from
 
 __all__ = ["FeatureRead", "FeatureSource", "MemoryFeatureSource", "Scorer", "ScorerConfig"]
 
@@ -109,17 +109,6 @@ class _Result:
     quote: Any = None
     degradation: Degradation | None = None
     consulted: list[tuple[str, str | None]] = field(default_factory=list)
-
-
-def _uncertainty(value: Any) -> float:
-    """Light uncertainty for the complexity score: in [0, 1], NaN ("unknown") kept."""
-    number = float(value) if isinstance(value, int | float) else math.nan
-    return number if math.isnan(number) else min(1.0, max(0.0, number))
-
-
-def _check_quote(quote: Any) -> bool:
-    price = getattr(quote, "price", math.nan)
-    return isinstance(price, int | float) and math.isfinite(price) and price > 0
 
 
 class Scorer:
@@ -294,7 +283,7 @@ class Scorer:
             result = _Result(outcome.rule_price, "rules", degradation=stale)
         else:
             result = self._routed(request, features, read, outcome, deadline, models)
-        price = self._final_price(result, outcome, request)
+        price = dg.final_price(result.price, outcome, request.last_published_price)
         latency_ms = deadline.elapsed_ms()
         decision = PricingDecision(
             hotel_id=request.hotel_id,
@@ -310,7 +299,7 @@ class Scorer:
             snapshot_id=self.config.snapshot_id,
             rule_ids=tuple(outcome.fired),
             complexity=result.complexity,
-            expected_booking_prob=_probability(getattr(result.quote, "booking_prob", None)),
+            expected_booking_prob=dg.probability(getattr(result.quote, "booking_prob", None)),
             degraded=result.degradation is not None,
             degraded_reason=None if result.degradation is None else result.degradation.reason,
             latency_ms=latency_ms,
@@ -343,9 +332,11 @@ class Scorer:
             request,
             features,
             feature_time=read.event_time,
-            stats=self._training_stats or getattr(models.light, "training_stats", None),
+            stats=self._training_stats,
             hotel_seen=self._count(request, features),
         )
+        if self._training_stats is None and hasattr(models.light, "ood_distance"):
+            inputs = replace(inputs, ood_distance=self._envelope_distance(models.light, request, features))
         score = complexity_score(inputs)
         if self.router.route(score) == "rules":
             self.router.learn_one(score)
@@ -354,7 +345,7 @@ class Scorer:
         if isinstance(light, Degradation):
             self.router.learn_one(score)
             return _Result(outcome.rule_price, "rules", score, degradation=light)
-        score = complexity_score(replace(inputs, light_uncertainty=_uncertainty(light.uncertainty)))
+        score = complexity_score(replace(inputs, light_uncertainty=dg.unit_or_nan(light.uncertainty)))
         self.router.learn_one(score)
         result = _Result(light.price, "light", score, light, consulted=[_model_id(light)])
         if self.router.route(score) != "heavy" or models.heavy is None:
@@ -383,14 +374,25 @@ class Scorer:
             code = dg.DEADLINE if tier == "light" else dg.HEAVY_DEADLINE
             return Degradation(code, f"{deadline.elapsed_ms():.1f} ms spent before the {tier} model")
         try:
-            quote = pricer.quote(request, features, floor=outcome.floor, ceiling=outcome.ceiling)
+            quote = pricer.quote(
+                request, features, floor=outcome.floor, ceiling=outcome.ceiling, rule_price=outcome.rule_price
+            )
         except Exception as exc:  # noqa: BLE001 - any model failure falls back, it never reaches the caller
             code = dg.LIGHT_MODEL_ERROR if tier == "light" else dg.HEAVY_MODEL_ERROR
             return Degradation.from_exception(code, exc)
-        if not _check_quote(quote):
-            code = dg.LIGHT_BAD_QUOTE if tier == "light" else dg.HEAVY_BAD_QUOTE
-            return Degradation(code, f"price {getattr(quote, 'price', None)!r}, expected a finite number > 0")
+        problem = dg.quote_problem(quote)
+        if problem is not None:
+            return Degradation(dg.LIGHT_BAD_QUOTE if tier == "light" else dg.HEAVY_BAD_QUOTE, problem)
         return quote
+
+    @staticmethod
+    def _envelope_distance(pricer: Any, request: PricingRequest, features: Mapping[str, float | None]) -> float:
+        """The pricer's out-of-envelope share ``s`` as a distance whose complexity component is ``s``."""
+        try:
+            share = float(pricer.ood_distance(request, features))
+        except Exception:  # noqa: BLE001 - a signal for routing only; unknown counts as far out
+            return math.inf
+        return dg.share_to_distance(share, half=OOD_HALF)
 
     def _count(self, request: PricingRequest, features: Mapping[str, float | None]) -> int:
         """Times the hotel was seen: our own count or the stream's 7-day searches, whichever is larger."""
@@ -399,18 +401,6 @@ class Scorer:
             self._seen[request.hotel_id] = seen + 1
         searches = features.get("searches_7d") or 0.0
         return max(seen, int(min(searches, SEEN_CAP)))
-
-    def _final_price(self, result: _Result, outcome: _Outcome, request: PricingRequest) -> float:
-        """Clamp to the rules' bounds; fall back along rules price, floor, last published price."""
-        if result.tier == "rules" and outcome.decided_price is not None:
-            candidates: Iterable[Any] = (outcome.decided_price, outcome.rule_price, outcome.floor)
-        else:
-            candidates = (outcome.clamp(result.price), outcome.rule_price, outcome.floor)
-        for value in (*candidates, request.last_published_price):
-            if isinstance(value, int | float) and math.isfinite(value) and value > 0:
-                return float(value)
-        msg = f"price: got no finite positive candidate from the rules for {request.hotel_id!r}; expected one"
-        raise ValueError(msg)
 
     def _after(
         self, request: PricingRequest, decision: PricingDecision, features: Mapping[str, float | None], result: _Result
@@ -446,9 +436,3 @@ def _model_id(quote: Any) -> tuple[str, str | None]:
 
 def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def _probability(value: Any) -> float | None:
-    if not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return min(1.0, max(0.0, float(value)))

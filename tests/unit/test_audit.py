@@ -46,7 +46,7 @@ def _write(path: Path, n: int, **kwargs: float | int) -> None:
                 features={"occupancy": 0.5 + i / 100, "rooms_left": float("nan")},
                 decision=_decision(request, 100.0 + i),
                 models=[("light-gbm", "3")],
-                candidates=[(100.0 + i, 40.0), (110.0 + i, 42.0)],
+                candidates=[(100.0 + i, 0.5), (120.0 + i, 0.25)],
             )
 
 
@@ -72,7 +72,7 @@ def test_entries_carry_the_chain_and_every_field(tmp_path: Path) -> None:
     assert first["models"] == [{"name": "light-gbm", "version": "3"}]
     assert first["feature_versions"] == {"features": 7}
     assert (first["snapshot_id"], first["tier"], first["rule_ids"]) == ("snap-1", "light", ["floor-all"])
-    assert first["candidates"] == [[100.0, 40.0], [110.0, 42.0]]
+    assert first["candidates"] == [[100.0, 0.5, 50.0], [120.0, 0.25, 30.0]]
     assert first["decision"]["price"] == 100.0
     assert len(first["input_sha256"]) == 64
     assert verify(path).ok and verify(path).entries == 3
