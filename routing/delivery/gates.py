@@ -142,7 +142,7 @@ def price_ks_gate(incumbent: Sequence[float], candidate: Sequence[float], *, lim
     inc, cand = _array("incumbent_prices", incumbent), _array("candidate_prices", candidate)
     if min(inc.size, cand.size) < limits.min_samples:
         return _no_evidence("price_ks", limits.max_ks, f"fewer than {limits.min_samples} prices per arm")
-    statistic = float(stats.ks_2samp(inc, cand).statistic)
+    statistic = float(stats.ks_2samp(inc, cand, method="asymp").statistic)
     return _result("price_ks", statistic, limits.max_ks, at_most=True)
 
 
