@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 import random
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -130,7 +129,7 @@ class Sampler:
         self.config = config or SamplerConfig()
         self._rng = random.Random(self.config.seed)
         self._used: dict[int, int] = {}
-        self._stats: Counter[str] = Counter()
+        self._stats: dict[str, float] = {"offered": 0, "selected": 0, "budget_dropped": 0, "sum_weights": 0.0}
 
     @property
     def stats(self) -> dict[str, float]:
