@@ -29,10 +29,10 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats
 
@@ -72,13 +72,13 @@ class Evidence:
     """What a stage collected. Paired arrays (same inputs) come from shadow scoring; outcome
     arrays (one value per request served by that arm) from canary and blend traffic."""
 
-    incumbent_prices: Sequence[float] | None = None
-    candidate_prices: Sequence[float] | None = None
-    incumbent_booked: Sequence[float] | None = None
-    candidate_booked: Sequence[float] | None = None
-    incumbent_revenue: Sequence[float] | None = None
-    candidate_revenue: Sequence[float] | None = None
-    candidate_latency_ms: Sequence[float] | None = None
+    incumbent_prices: ArrayLike | None = None
+    candidate_prices: ArrayLike | None = None
+    incumbent_booked: ArrayLike | None = None
+    candidate_booked: ArrayLike | None = None
+    incumbent_revenue: ArrayLike | None = None
+    candidate_revenue: ArrayLike | None = None
+    candidate_latency_ms: ArrayLike | None = None
 
 
 def _fmt(x: float) -> str:
@@ -112,14 +112,14 @@ def _no_evidence(gate: str, limit: float, need: str) -> GateResult:
     )
 
 
-def _array(name: str, values: Sequence[float]) -> np.ndarray:
+def _array(name: str, values: ArrayLike) -> np.ndarray:
     arr = np.asarray(values, dtype=float).ravel()
     if not np.all(np.isfinite(arr)):
         raise RoutingInputError(field=name, value=arr[~np.isfinite(arr)][:3].tolist(), expected="finite numbers")
     return arr
 
 
-def _paired(incumbent: Sequence[float], candidate: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def _paired(incumbent: ArrayLike, candidate: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     inc, cand = _array("incumbent_prices", incumbent), _array("candidate_prices", candidate)
     if inc.size != cand.size or np.any(inc <= 0):
         raise RoutingInputError(
@@ -128,7 +128,7 @@ def _paired(incumbent: Sequence[float], candidate: Sequence[float]) -> tuple[np.
     return inc, cand
 
 
-def flip_rate_gate(incumbent: Sequence[float], candidate: Sequence[float], *, limits: GateLimits) -> GateResult:
+def flip_rate_gate(incumbent: ArrayLike, candidate: ArrayLike, *, limits: GateLimits) -> GateResult:
     """Share of paired inputs whose prices differ by more than ``flip_threshold`` (relative)."""
     inc, cand = _paired(incumbent, candidate)
     if inc.size < limits.min_samples:
@@ -137,7 +137,7 @@ def flip_rate_gate(incumbent: Sequence[float], candidate: Sequence[float], *, li
     return _result("flip_rate", rate, limits.max_flip_rate, at_most=True)
 
 
-def price_ks_gate(incumbent: Sequence[float], candidate: Sequence[float], *, limits: GateLimits) -> GateResult:
+def price_ks_gate(incumbent: ArrayLike, candidate: ArrayLike, *, limits: GateLimits) -> GateResult:
     """Kolmogorov-Smirnov distance between the two price distributions."""
     inc, cand = _array("incumbent_prices", incumbent), _array("candidate_prices", candidate)
     if min(inc.size, cand.size) < limits.min_samples:
@@ -146,7 +146,7 @@ def price_ks_gate(incumbent: Sequence[float], candidate: Sequence[float], *, lim
     return _result("price_ks", statistic, limits.max_ks, at_most=True)
 
 
-def price_mean_shift_gate(incumbent: Sequence[float], candidate: Sequence[float], *, limits: GateLimits) -> GateResult:
+def price_mean_shift_gate(incumbent: ArrayLike, candidate: ArrayLike, *, limits: GateLimits) -> GateResult:
     """Absolute mean relative price difference on paired inputs."""
     inc, cand = _paired(incumbent, candidate)
     if inc.size < limits.min_samples:
@@ -171,7 +171,7 @@ def wilson_lower(successes: float, n: int, *, confidence: float) -> float:
     return (centre - spread) / (1 + z * z / n)
 
 
-def booking_rate_gate(incumbent: Sequence[float], candidate: Sequence[float], *, limits: GateLimits) -> GateResult:
+def booking_rate_gate(incumbent: ArrayLike, candidate: ArrayLike, *, limits: GateLimits) -> GateResult:
     """Candidate booking rate (Wilson lower bound) against incumbent rate x (1 - tolerance)."""
     inc, cand = _array("incumbent_booked", incumbent), _array("candidate_booked", candidate)
     limit = float(inc.mean()) * (1 - limits.booking_tolerance) if inc.size else math.nan
@@ -181,7 +181,7 @@ def booking_rate_gate(incumbent: Sequence[float], candidate: Sequence[float], *,
     return _result("booking_rate", lower, limit, at_most=False)
 
 
-def revenue_gate(incumbent: Sequence[float], candidate: Sequence[float], *, limits: GateLimits) -> GateResult:
+def revenue_gate(incumbent: ArrayLike, candidate: ArrayLike, *, limits: GateLimits) -> GateResult:
     """Candidate revenue per request (lower normal-CI bound) against incumbent mean x (1 - tolerance)."""
     inc, cand = _array("incumbent_revenue", incumbent), _array("candidate_revenue", candidate)
     limit = float(inc.mean()) * (1 - limits.revenue_tolerance) if inc.size else math.nan
@@ -192,7 +192,7 @@ def revenue_gate(incumbent: Sequence[float], candidate: Sequence[float], *, limi
     return _result("revenue_per_request", lower, limit, at_most=False)
 
 
-def latency_gate(latencies_ms: Sequence[float], *, limits: GateLimits) -> GateResult:
+def latency_gate(latencies_ms: ArrayLike, *, limits: GateLimits) -> GateResult:
     """Candidate p99 latency against ``max_p99_latency_ms``."""
     lat = _array("candidate_latency_ms", latencies_ms)
     if lat.size < limits.min_samples:

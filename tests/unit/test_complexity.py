@@ -3,6 +3,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,7 @@ EASY = ComplexityInputs(
     light_uncertainty=0.0,
     ood_distance=0.0,
 )
-HARDER = {
+HARDER: dict[str, Any] = {
     "features_missing_share": 0.4,
     "feature_age_s": 3600.0,
     "cold_start": True,

@@ -154,7 +154,8 @@ def test_shadow_drops_when_full_and_logs_candidate_errors() -> None:
     def candidate(x: int) -> int:
         gate.wait(5)
         if x == 2:
-            raise ZeroDivisionError("boom")
+            msg = "boom"
+            raise ZeroDivisionError(msg)
         return x
 
     with ShadowRunner(candidate, on_result=logged.append, max_workers=1, max_pending=2) as shadow:

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from routing.errors import RoutingInputError
 from routing.health import health_check
 
 
-def _case() -> dict[str, list]:
+def _case() -> dict[str, Any]:
     # 10 requests: 4 heavy, 4 light, 2 rules
     return {
         "scores": [0.9, 0.8, 0.95, 0.7, 0.4, 0.3, 0.5, 0.45, 0.05, 0.1],
