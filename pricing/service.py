@@ -62,6 +62,16 @@ _EXAMPLE = {
 }
 
 
+_DeadlineHeader = Annotated[
+    float | None, Header(alias="X-Deadline-Ms", gt=0, le=MAX_DEADLINE_MS, description="time budget of this request, ms")
+]
+_One = Annotated[PricingRequest, Body(openapi_examples={"web": {"summary": "a web search", "value": _EXAMPLE}})]
+_Many = Annotated[
+    list[PricingRequest],
+    Body(min_length=1, openapi_examples={"two": {"summary": "two stays", "value": [_EXAMPLE] * 2}}),
+]
+
+
 class _Guard:
     """Pure ASGI middleware: body size limit (declared and streamed) and status counting.
 
@@ -197,28 +207,23 @@ def create_app(
     )
     app.add_exception_handler(RequestValidationError, _invalid)
     config_ms = scorer.config.deadline_ms
-    deadline_header = Annotated[
-        float | None, Header(alias="X-Deadline-Ms", gt=0, le=MAX_DEADLINE_MS, description="time budget, ms")
-    ]
 
     @app.post("/v1/price", response_model=PricingDecision, summary="Price one stay")
-    def price(
-        request: Request,
-        body: Annotated[PricingRequest, Body(openapi_examples={"web": {"summary": "a web search", "value": _EXAMPLE}})],
-        x_deadline_ms: deadline_header = None,
-    ) -> Response:
+    def price(request: Request, body: _One, x_deadline_ms: _DeadlineHeader = None) -> Response:
         decision = scorer.price(body, deadline_ms=_budget(request, x_deadline_ms, deadline_ms, config_ms))
         return Response(decision.model_dump_json(), media_type="application/json")
 
-    @app.post("/v1/price:batch", response_model=list[PricingDecision], summary="Price many stays")
-    def price_batch(
-        request: Request,
-        body: Annotated[
-            list[PricingRequest],
-            Body(min_length=1, max_length=max_batch, openapi_examples={"two": {"value": [_EXAMPLE, _EXAMPLE]}}),
-        ],
-        x_deadline_ms: deadline_header = None,
-    ) -> Response:
+    @app.post(
+        "/v1/price:batch",
+        response_model=list[PricingDecision],
+        summary="Price many stays",
+        description=f"At most {max_batch} requests; the answer keeps their order.",
+    )
+    def price_batch(request: Request, body: _Many, x_deadline_ms: _DeadlineHeader = None) -> Response:
+        if len(body) > max_batch:
+            error = {"type": "too_long", "loc": ("body",), "input": f"{len(body)} requests",
+                     "msg": f"List should have at most {max_batch} items"}
+            raise RequestValidationError([error])
         decisions = scorer.price_batch(body, deadline_ms=_budget(request, x_deadline_ms, deadline_ms, config_ms))
         raw = b"[" + b",".join(d.__pydantic_serializer__.to_json(d) for d in decisions) + b"]"
         return Response(raw, media_type="application/json")
