@@ -9,6 +9,11 @@ promoted, and the p99 latency gate sees it). When ``max_pending`` candidate call
 already queued the new one is dropped and counted, so a slow candidate can never
 build an unbounded queue.
 
+The candidate runs in this process, so it competes for the GIL: the serving path pays
+no candidate latency at the median, but its tail grows while a candidate computes
+(``bench/delivery_overhead.py`` measures it). Shadow a heavy candidate in a separate
+process when the tail matters.
+
 Example:
     >>> seen = []
     >>> with ShadowRunner(lambda x: x * 10, on_result=seen.append) as shadow:
