@@ -1,0 +1,234 @@
+"""Guarded LightGBM updates: continue or retrain, keep the result only if it is not worse.
+
+:func:`guarded_update` builds two candidates from the current model:
+
+* **continued**: every member booster gets ``continued_rounds`` more trees fitted
+  on the new (importance-weighted) examples (``init_model``);
+* **retrain**: fresh members fitted on the snapshot plus the new examples.
+
+Both, and the current model, are scored by log-loss on a validation set held
+out from the *newest* rows by event time, never trained on. By default that
+holdout comes from the snapshot (the curated offline data), because new
+examples are the untrusted part: if they were poisoned, a holdout cut from them
+would reward the poisoned model. The best candidate replaces the current model
+only if its log-loss is at most ``tolerance`` above the current one; otherwise
+the result says why it was rejected.
+
+Models are native boosters (one, or several members averaged, like a heavy
+bundle), or a bundle directory with ``meta.json`` listing ``boosters`` and
+``columns`` (the layout of :func:`pricing.training.train_bundle`). To turn an
+accepted update into an ONNX bundle, pass ``on_accept``; it receives the
+:class:`UpdateResult` (its ``train_frame`` is what the winner was fitted on).
+
+Example:
+    >>> import numpy as np, pandas as pd, lightgbm as lgb
+    >>> rng = np.random.default_rng(0)
+    >>> def frame(n, start, shift):  # demand moved by `shift` since the current model was trained
+    ...     x = rng.normal(size=n)
+    ...     return pd.DataFrame({"x": x, "booked": (rng.random(n) < 1 / (1 + np.exp(-3 * x - shift))).astype(int),
+    ...         "event_time": pd.date_range(start, periods=n, freq="min", tz="UTC")})
+    >>> old = frame(1500, "2026-01-01", 0.0)
+    >>> params = {"objective": "binary", "verbose": -1, "num_leaves": 7}
+    >>> current = lgb.train(params, lgb.Dataset(old[["x"]], old["booked"]), num_boost_round=30)
+    >>> res = guarded_update(current, frame(600, "2026-01-03", 1.5), frame(1000, "2026-01-02", 1.5), seed=0)
+    >>> res.accepted, res.metrics["logloss_current"] > res.metrics[f"logloss_{res.chosen}"]
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import lightgbm as lgb
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from feedback.errors import TrainingError, require
+
+_EPS = 1e-7  # probability clip for log-loss: a confident miss costs ~16 nats, not infinity
+
+Current = lgb.Booster | Sequence[lgb.Booster] | str | Path
+
+
+class GuardConfig(BaseModel):
+    """Knobs of :func:`guarded_update`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tolerance: float = Field(default=0.002, ge=0.0, description="allowed log-loss increase vs current")
+    continued_rounds: int = Field(default=20, ge=1)
+    retrain_rounds: int = Field(default=50, ge=1)
+    num_leaves: int = Field(default=15, ge=2)
+    learning_rate: float = Field(default=0.1, gt=0.0, le=1.0)
+    min_data_in_leaf: int = Field(default=20, ge=1)
+    min_validation_rows: int = Field(default=50, ge=1)
+    holdout_from: Literal["snapshot", "all"] = "snapshot"
+    label_column: str = "booked"
+    time_column: str = "event_time"
+    weight_column: str = "weight"
+
+
+@dataclass
+class UpdateResult:
+    """Outcome of a guarded update."""
+
+    accepted: bool
+    chosen: Literal["continued", "retrain"] | None
+    members: list[lgb.Booster]
+    columns: tuple[str, ...]
+    metrics: dict[str, float]
+    reason: str
+    train_frame: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+
+    @property
+    def booster(self) -> lgb.Booster:
+        """The first member (the only one for a single-booster model)."""
+        return self.members[0]
+
+
+def log_loss(y: np.ndarray, p: np.ndarray, weight: np.ndarray | None = None) -> float:
+    """Weighted mean binary log-loss with clipped probabilities.
+
+    Example:
+        >>> round(log_loss(np.array([1, 0]), np.array([0.8, 0.4])), 4)
+        0.367
+    """
+    p = np.clip(p, _EPS, 1 - _EPS)
+    losses = -(y * np.log(p) + (1 - y) * np.log(1 - p))
+    return float(np.average(losses, weights=weight))
+
+
+def predict(members: Sequence[lgb.Booster], x: np.ndarray) -> np.ndarray:
+    """Booking probability: the mean over members."""
+    return np.mean([np.asarray(m.predict(x), dtype=float) for m in members], axis=0)
+
+
+def guarded_update(
+    current: Current,
+    new_examples: pd.DataFrame,
+    snapshot_frame: pd.DataFrame,
+    *,
+    validation_fraction: float = 0.2,
+    seed: int = 0,
+    config: GuardConfig | None = None,
+    columns: Sequence[str] | None = None,
+    on_accept: Callable[[UpdateResult], Any] | None = None,
+) -> UpdateResult:
+    """Continue and retrain the current model; keep the better candidate only if not worse.
+
+    Raises:
+        TrainingError: missing columns, or too few validation rows.
+    """
+    cfg = config or GuardConfig()
+    require(0.0 < validation_fraction < 1.0, "validation_fraction", validation_fraction, "a fraction in (0, 1)")
+    members, cols = _resolve(current, columns)
+    for name, frame in (("new_examples", new_examples), ("snapshot_frame", snapshot_frame)):
+        _check_columns(name, frame, (*cols, cfg.label_column, cfg.time_column))
+    new_train, snap_train, val = _split(new_examples, snapshot_frame, validation_fraction, cfg)
+    x_val, y_val, w_val = _xyw(val, cols, cfg)
+    scores = {"current": log_loss(y_val, predict(members, x_val), w_val)}
+    candidates: dict[str, tuple[list[lgb.Booster], pd.DataFrame]] = {}
+    if len(new_train):
+        x, y, w = _xyw(new_train, cols, cfg)
+        cont = [_fit(cfg, x, y, w, seed + i, cfg.continued_rounds, init=m) for i, m in enumerate(members)]
+        candidates["continued"] = (cont, new_train)
+    both = pd.concat([snap_train, new_train], ignore_index=True)
+    x, y, w = _xyw(both, cols, cfg)
+    candidates["retrain"] = ([_fit(cfg, x, y, w, seed + i, cfg.retrain_rounds) for i in range(len(members))], both)
+    for name, (cand, _) in candidates.items():
+        scores[name] = log_loss(y_val, predict(cand, x_val), w_val)
+    metrics = {f"logloss_{k}": v for k, v in scores.items()}
+    metrics.update(n_validation=float(len(val)), n_new=float(len(new_train)), n_snapshot_train=float(len(snap_train)))
+    best = min(candidates, key=lambda k: scores[k])
+    limit = scores["current"] + cfg.tolerance
+    if scores[best] > limit:
+        reason = (
+            f"rejected: best candidate {best!r} log-loss {scores[best]:.4f} > current {scores['current']:.4f}"
+            f" + tolerance {cfg.tolerance}"
+        )
+        return UpdateResult(False, None, list(members), cols, metrics, reason)
+    chosen: Literal["continued", "retrain"] = "continued" if best == "continued" else "retrain"
+    reason = f"accepted {best!r}: log-loss {scores[best]:.4f} vs current {scores['current']:.4f}"
+    result = UpdateResult(True, chosen, candidates[best][0], cols, metrics, reason, candidates[best][1])
+    if on_accept is not None:
+        on_accept(result)
+    return result
+
+
+def _resolve(current: Current, columns: Sequence[str] | None) -> tuple[list[lgb.Booster], tuple[str, ...]]:
+    if isinstance(current, str | Path):
+        meta_path = Path(current) / "meta.json"
+        if not meta_path.exists():
+            msg = f"field 'current': got {str(current)!r}, expected a booster or a bundle dir with meta.json"
+            raise TrainingError(msg)
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        members = [lgb.Booster(model_file=str(Path(current) / name)) for name in meta["boosters"]]
+        return members, tuple(columns or meta["columns"])
+    members = [current] if isinstance(current, lgb.Booster) else list(current)
+    if not members:
+        msg = "field 'current': got no boosters, expected at least one"
+        raise TrainingError(msg)
+    return members, tuple(columns or members[0].feature_name())
+
+
+def _check_columns(name: str, frame: pd.DataFrame, needed: Sequence[str]) -> None:
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        msg = f"{name}: missing columns {missing}; got {sorted(map(str, frame.columns))[:20]}"
+        raise TrainingError(msg)
+
+
+def _split(
+    new: pd.DataFrame, snap: pd.DataFrame, fraction: float, cfg: GuardConfig
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(new rows to train on, snapshot rows to train on, newest rows held out)."""
+    t = cfg.time_column
+    snap = snap.sort_values(t, kind="stable").reset_index(drop=True)
+    new = new.sort_values(t, kind="stable").reset_index(drop=True)
+    if cfg.holdout_from == "snapshot":
+        n_val = int(round(len(snap) * fraction))
+        val, snap_train, new_train = snap.iloc[len(snap) - n_val :], snap.iloc[: len(snap) - n_val], new
+    else:
+        both = pd.concat([snap.assign(_src=0), new.assign(_src=1)], ignore_index=True)
+        both = both.sort_values(t, kind="stable").reset_index(drop=True)
+        n_val = int(round(len(both) * fraction))
+        train, val = both.iloc[: len(both) - n_val], both.iloc[len(both) - n_val :]
+        snap_train = train[train["_src"] == 0].drop(columns="_src")
+        new_train = train[train["_src"] == 1].drop(columns="_src")
+        val = val.drop(columns="_src")
+    if len(val) < cfg.min_validation_rows:
+        msg = f"field 'validation_fraction': {fraction} leaves {len(val)} rows, expected >= {cfg.min_validation_rows}"
+        raise TrainingError(msg)
+    return new_train, snap_train, val
+
+
+def _xyw(frame: pd.DataFrame, cols: Sequence[str], cfg: GuardConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    x = frame.loc[:, list(cols)].to_numpy(dtype=np.float64, na_value=np.nan)
+    y = frame[cfg.label_column].to_numpy(dtype=np.float64)
+    if cfg.weight_column in frame.columns:
+        w = frame[cfg.weight_column].fillna(1.0).to_numpy(dtype=np.float64)
+    else:
+        w = np.ones(len(frame))
+    return x, y, w
+
+
+def _fit(
+    cfg: GuardConfig, x: np.ndarray, y: np.ndarray, w: np.ndarray, seed: int, rounds: int, init: lgb.Booster | None = None
+) -> lgb.Booster:
+    params = {
+        "objective": "binary",
+        "num_leaves": cfg.num_leaves,
+        "learning_rate": cfg.learning_rate,
+        "min_data_in_leaf": cfg.min_data_in_leaf,
+        "seed": seed,
+        "deterministic": True,
+        "num_threads": 1,
+        "verbose": -1,
+    }
+    data = lgb.Dataset(x, label=y, weight=w, params={"verbose": -1})
+    return lgb.train(params, data, num_boost_round=rounds, init_model=init, keep_training_booster=False)
