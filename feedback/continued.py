@@ -218,7 +218,13 @@ def _xyw(frame: pd.DataFrame, cols: Sequence[str], cfg: GuardConfig) -> tuple[np
 
 
 def _fit(
-    cfg: GuardConfig, x: np.ndarray, y: np.ndarray, w: np.ndarray, seed: int, rounds: int, init: lgb.Booster | None = None
+    cfg: GuardConfig,
+    x: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    seed: int,
+    rounds: int,
+    init: lgb.Booster | None = None,
 ) -> lgb.Booster:
     params = {
         "objective": "binary",
