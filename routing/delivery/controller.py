@@ -60,7 +60,8 @@ class RolloutController:
 
     Args:
         config: delivery settings (state path, canary share, gate limits...).
-        arms: when given, ``full`` switches it to the candidate and ``abort`` rolls it back.
+        arms: when given, ``full`` switches it to the candidate and ``abort`` rolls it back;
+            a controller that resumes a ``full`` rollout from its state file switches it too.
         store: state persistence (``StateStore(config.state_path)`` when ``None``).
         clock: aware "now" (for tests and replays).
     """
@@ -81,6 +82,8 @@ class RolloutController:
         self._state = self._store.load() or RolloutState.idle(clock())
         self._salt = f"{config.salt}:{self._state.version}"
         self._blend = self._new_blend()
+        if arms is not None and arms.candidate is not None and self._state.stage == Stage.FULL:
+            arms.switch()  # resuming a finished rollout: the candidate serves
 
     def _new_blend(self) -> ThompsonBlend:
         c = self.config

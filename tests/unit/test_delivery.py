@@ -207,7 +207,9 @@ def test_full_rollout_persists_history_and_propensities(tmp_path: Path) -> None:
     assert "nightly retrain" in saved["history"][0]["reason"]
     assert "hourly" in saved["history"][3]["reason"] and "P(candidate better)" in saved["history"][3]["reason"]
     # a restarted controller resumes from the file
-    assert _controller(tmp_path).status().stage == Stage.FULL
+    restarted_arms: ArmSet[str] = ArmSet("v1", candidate="v2")
+    assert _controller(tmp_path, restarted_arms).status().stage == Stage.FULL
+    assert restarted_arms.current() == "v2"
 
 
 def test_failed_gate_aborts_and_rolls_back(tmp_path: Path) -> None:
