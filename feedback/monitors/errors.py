@@ -2,19 +2,21 @@
 
 Exception tree::
 
-    MonitorError              root of :mod:`feedback.monitors` and :mod:`feedback.offpolicy`
-    └── MonitorInputError     an argument or a column breaks the contract (field, value, expectation)
+    FeedbackError                 root of :mod:`feedback` (see :mod:`feedback.errors`)
+    └── MonitorError              root of :mod:`feedback.monitors`, :mod:`feedback.offpolicy`, :mod:`feedback.dashboard`
+        └── MonitorInputError     an argument or a column breaks the contract (field, value, expectation)
 
-``MonitorError`` will hang under ``feedback.errors.FeedbackError`` once that
-root exists; catch ``MonitorError`` here, or ``ValueError`` for bad input.
+``MonitorInputError`` is also a ``ValueError``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from feedback.errors import FeedbackError
 
-class MonitorError(Exception):
+
+class MonitorError(FeedbackError):
     """Root of every error raised by the monitors."""
 
 
