@@ -1,0 +1,216 @@
+"""Poisoning guard: quarantine label batches that contradict both the model and history.
+
+A batch is quarantined (written with a report to the quarantine directory, and
+not trained on) only when two independent signals agree:
+
+1. **loss**: its mean log-loss under the current model is far above the
+   distribution of past accepted batches (z-score > ``k_loss``). Before
+   ``min_history`` batches exist, the reference is the model's own calibration
+   (the expected log-loss ``E[H(p)]`` and its variance if labels followed ``p``);
+2. **label rate**: in some segment (``segment_column``, e.g. the hotel) the
+   label rate is far from that segment's accepted history (binomial z-score >
+   ``k_rate``), falling back to the global history and then to the model's mean
+   probability when the segment is new.
+
+Requiring both keeps an honest regime change (labels move, the model was
+already wrong the same way before; or the model degrades while labels look
+normal) from being thrown away, while a label-flipped batch trips both. Rows
+carry importance weights (``weight`` column) when they come from an active
+sampler; rates and losses are weighted, with Kish's effective sample size.
+
+Example:
+    >>> import numpy as np, pandas as pd, tempfile
+    >>> rng = np.random.default_rng(0)
+    >>> guard = PoisonGuard(quarantine_dir=tempfile.mkdtemp())
+    >>> p = rng.uniform(0.05, 0.3, 400)
+    >>> clean = pd.DataFrame({"hotel_id": "h1", "booked": (rng.random(400) < p).astype(int)})
+    >>> guard.check(clean, p).accepted
+    True
+    >>> verdict = guard.check(clean.assign(booked=1 - clean["booked"]), p)
+    >>> verdict.accepted, verdict.quarantine_path is not None
+    (False, True)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from feedback.errors import FeedbackError
+
+_EPS = 1e-6  # probability clip: one confident miss costs ~14 nats, not infinity
+_RATE_CLIP = 0.01  # keeps the binomial std of a reference rate of 0 or 1 from vanishing
+
+
+class PoisonConfig(BaseModel):
+    """Thresholds of :class:`PoisonGuard`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    k_loss: float = Field(default=4.0, gt=0.0)
+    k_rate: float = Field(default=4.0, gt=0.0)
+    history: int = Field(default=50, ge=2, description="accepted batches kept for the loss distribution")
+    min_history: int = Field(default=5, ge=2)
+    min_segment_rows: float = Field(default=20.0, gt=0.0, description="effective rows for a segment to count")
+    loss_std_floor: float = Field(default=0.02, gt=0.0, description="lowest std of the historical batch loss")
+    label_column: str = "booked"
+    segment_column: str | None = "hotel_id"
+    weight_column: str = "weight"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the guard decided about one batch, and why."""
+
+    accepted: bool
+    reason: str
+    stats: dict[str, Any] = field(default_factory=dict)
+    quarantine_path: Path | None = None
+
+
+class PoisonGuard:
+    """Checks label batches before they reach the trainers.
+
+    Args:
+        config: thresholds.
+        quarantine_dir: where quarantined batches and their reports go.
+    """
+
+    def __init__(self, config: PoisonConfig | None = None, *, quarantine_dir: str | os.PathLike[str]) -> None:
+        self.config = config or PoisonConfig()
+        self.quarantine_dir = Path(quarantine_dir)
+        self._losses: deque[float] = deque(maxlen=self.config.history)
+        self._segments: dict[str, list[float]] = {}  # segment -> [weighted positives, weighted rows]
+        self._n_accepted = 0
+        self._n_quarantined = 0
+
+    @property
+    def n_accepted(self) -> int:
+        return self._n_accepted
+
+    @property
+    def n_quarantined(self) -> int:
+        return self._n_quarantined
+
+    def check(self, batch: pd.DataFrame, current_model_probs: Any, *, batch_id: str | None = None) -> Verdict:
+        """Accept the batch (and learn it into history) or quarantine it.
+
+        Raises:
+            FeedbackError: if the label column is missing or the probabilities do not match the rows.
+        """
+        y, p, w = self._arrays(batch, current_model_probs)
+        loss_z, loss_stats = self._loss_z(y, p, w)
+        rate_z, rate_stats = self._rate_z(batch, y, p, w)
+        stats: dict[str, Any] = {"n_rows": len(y), "loss_z": loss_z, "rate_z": rate_z, **loss_stats, **rate_stats}
+        cfg = self.config
+        if loss_z > cfg.k_loss and rate_z > cfg.k_rate:
+            reason = (
+                f"quarantined: batch log-loss z={loss_z:.1f} > {cfg.k_loss} and label rate z={rate_z:.1f} > "
+                f"{cfg.k_rate} in segment {stats['worst_segment']!r}"
+            )
+            self._n_quarantined += 1
+            path = self._quarantine(batch, reason, stats, batch_id)
+            return Verdict(False, reason, stats, path)
+        self._learn(batch, y, w, stats["logloss"])
+        reason = "accepted"
+        if loss_z > cfg.k_loss or rate_z > cfg.k_rate:
+            reason = f"accepted: only one signal is unusual (loss z={loss_z:.1f}, rate z={rate_z:.1f})"
+        return Verdict(True, reason, stats)
+
+    # ------------------------------------------------------------------ signals
+    def _arrays(self, batch: pd.DataFrame, probs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        cfg = self.config
+        if cfg.label_column not in batch.columns:
+            msg = f"batch: missing label column {cfg.label_column!r}; got {sorted(map(str, batch.columns))}"
+            raise FeedbackError(msg)
+        p = np.clip(np.asarray(probs, dtype=float).reshape(-1), _EPS, 1 - _EPS)
+        if len(p) != len(batch) or len(p) == 0:
+            msg = f"field 'current_model_probs': got {len(p)} values, expected one per row ({len(batch)}), at least 1"
+            raise FeedbackError(msg)
+        y = batch[cfg.label_column].to_numpy(dtype=float)
+        w = batch[cfg.weight_column].to_numpy(dtype=float) if cfg.weight_column in batch.columns else np.ones(len(y))
+        return y, p, w
+
+    def _loss_z(self, y: np.ndarray, p: np.ndarray, w: np.ndarray) -> tuple[float, dict[str, Any]]:
+        losses = -(y * np.log(p) + (1 - y) * np.log(1 - p))
+        ll = float(np.average(losses, weights=w))
+        if len(self._losses) >= self.config.min_history:
+            ref = np.asarray(self._losses)
+            mean, std = float(ref.mean()), max(float(ref.std(ddof=1)), self.config.loss_std_floor)
+            return (ll - mean) / std, {"logloss": ll, "loss_reference": mean, "loss_mode": "history"}
+        # The model's own calibration: if y ~ Bernoulli(p), E[loss] = H(p), Var = p(1-p) * logit(p)^2.
+        entropy = -(p * np.log(p) + (1 - p) * np.log(1 - p))
+        var = p * (1 - p) * np.log(p / (1 - p)) ** 2
+        wn = w / w.sum()
+        expected, std = float(np.sum(wn * entropy)), math.sqrt(float(np.sum(wn**2 * var)))
+        return (ll - expected) / max(std, 1e-9), {"logloss": ll, "loss_reference": expected, "loss_mode": "calibration"}
+
+    def _rate_z(self, batch: pd.DataFrame, y: np.ndarray, p: np.ndarray, w: np.ndarray) -> tuple[float, dict[str, Any]]:
+        seg = self._segment_keys(batch)
+        total_pos = sum(v[0] for v in self._segments.values())
+        total_n = sum(v[1] for v in self._segments.values())
+        worst: tuple[float, str, float, float] = (-1.0, "", float("nan"), float("nan"))
+        for key in np.unique(seg):
+            mask = seg == key
+            ws = w[mask]
+            n_eff = ws.sum() ** 2 / float(np.sum(ws**2))
+            if n_eff < self.config.min_segment_rows:
+                continue
+            rate = float(np.average(y[mask], weights=ws))
+            hist = self._segments.get(str(key))
+            if hist is not None and hist[1] >= self.config.min_segment_rows:
+                ref = hist[0] / hist[1]
+            elif total_n >= self.config.min_segment_rows:
+                ref = total_pos / total_n
+            else:
+                ref = float(np.average(p[mask], weights=ws))
+            ref = min(max(ref, _RATE_CLIP), 1 - _RATE_CLIP)
+            z = abs(rate - ref) / math.sqrt(ref * (1 - ref) / n_eff)
+            if z > worst[0]:
+                worst = (z, str(key), rate, ref)
+        return max(worst[0], 0.0), {"worst_segment": worst[1], "batch_rate": worst[2], "reference_rate": worst[3]}
+
+    def _segment_keys(self, batch: pd.DataFrame) -> np.ndarray:
+        col = self.config.segment_column
+        if col is None or col not in batch.columns:
+            return np.full(len(batch), "all", dtype=object)
+        return batch[col].astype(str).to_numpy(dtype=object)
+
+    # ------------------------------------------------------------------ outcomes
+    def _learn(self, batch: pd.DataFrame, y: np.ndarray, w: np.ndarray, loss: float) -> None:
+        self._n_accepted += 1
+        self._losses.append(loss)
+        seg = self._segment_keys(batch)
+        for key in np.unique(seg):
+            mask = seg == key
+            acc = self._segments.setdefault(str(key), [0.0, 0.0])
+            acc[0] += float(np.sum(w[mask] * y[mask]))
+            acc[1] += float(np.sum(w[mask]))
+
+    def _quarantine(self, batch: pd.DataFrame, reason: str, stats: dict[str, Any], batch_id: str | None) -> Path:
+        if batch_id is None:
+            digest = hashlib.sha256(pd.util.hash_pandas_object(batch, index=True).to_numpy().tobytes())
+            batch_id = digest.hexdigest()[:16]
+        out = self.quarantine_dir / batch_id
+        out.mkdir(parents=True, exist_ok=True)
+        batch.to_parquet(out / "batch.parquet", index=False)
+        report = {
+            "batch_id": batch_id,
+            "reason": reason,
+            "stats": stats,
+            "config": self.config.model_dump(),
+            "quarantined_at": datetime.now(tz=UTC).isoformat(),
+        }
+        (out / "report.json").write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+        return out
