@@ -141,6 +141,8 @@ class MarketConfig(BaseModel):
         base_prices: reference nightly price per room type for an average hotel.
         hotel_price_spread: sigma of the lognormal hotel price multiplier.
         hotel_size_range: hotel size multiplier range (applied to capacities).
+        reference_error: sigma of the lognormal gap between a hotel's true willingness-to-pay
+            level per room type and its reference price (the static price is an informed guess).
         shoppers_per_room_night: searches a stay night attracts over its booking
             window, per room of capacity, before season and spikes.
         view_prob: share of searches that look at an offer (emit a view).
@@ -173,6 +175,7 @@ class MarketConfig(BaseModel):
     base_prices: dict[str, float] = Field(default_factory=lambda: {"standard": 120.0, "deluxe": 190.0, "suite": 340.0})
     hotel_price_spread: float = Field(default=0.25, ge=0.0, le=2.0)
     hotel_size_range: tuple[float, float] = (0.6, 1.6)
+    reference_error: float = Field(default=0.12, ge=0.0, le=2.0)
     shoppers_per_room_night: float = Field(default=4.3, gt=0.0)
     view_prob: float = Field(default=0.85, gt=0.0, le=1.0)
     season_amplitude: float = Field(default=0.25, ge=0.0, lt=1.0)
@@ -186,7 +189,7 @@ class MarketConfig(BaseModel):
     competitor_spread: float = Field(default=0.08, ge=0.0)
     competitor_sensitivity: float = Field(default=0.8, ge=0.0)
     competitor_refresh_hours: int = Field(default=6, ge=1, le=24 * 7)
-    competitor_updates_per_day: float = Field(default=0.5, ge=0.0)
+    competitor_updates_per_day: float = Field(default=1.5, ge=0.0)
     inventory_snapshot_hours: int = Field(default=24, ge=0, le=24 * 7)
     channel_offsets: dict[str, float] = Field(
         default_factory=lambda: {"web": 0.0, "mobile": -0.1, "ota": -0.25, "gds": 0.1, "direct": 0.2, "corporate": 0.3}

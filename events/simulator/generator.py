@@ -74,6 +74,21 @@ class Offer(NamedTuple):
 
 
 Policy = Callable[[Offer], float]
+
+
+class _Shopper(NamedTuple):
+    key: tuple[int, int, int]
+    s: int
+    channel: str
+    nights: int
+    rooms: int
+    view_delay_ms: int  # -1: searches only
+    u_book: float
+    book_delay_ms: int
+    u_cancel: float
+    cancel_at: float
+
+
 Key = tuple[int, int, int]  # (hotel index, room index, stay-date ordinal)
 
 
@@ -144,8 +159,7 @@ class Simulation:
         self._end_ms = self._start_ms + int(duration / timedelta(milliseconds=1))
         seed = market.config.seed if rng_seed is None else rng_seed
         self._np = np.random.default_rng([seed, 1])
-        self._attr = random.Random(seed * 4 + 1)  # shopper attributes and the view's booking draw
-        self._book = random.Random(seed * 4 + 2)  # booking details: delays, cancellations
+        self._attr = random.Random(seed * 4 + 1)  # arrival times and every shopper's draws
         self._ids = IdSource(random.Random(seed * 4 + 3))
         self._draws = _SegmentDraws(market)
         self._left: dict[Key, int] = {}
@@ -249,8 +263,9 @@ class Simulation:
         for k, s in zip(*np.nonzero(counts), strict=True):
             for _ in range(int(counts[k, s])):
                 ms = begin_ms + int(rnd() * span)
+                shopper = self._shopper(keys[k], int(s))  # drawn even if discarded: keeps streams aligned
                 if ms < checkin_ms[k]:
-                    self._push(ms, _SEARCH, (keys[k], int(s)))
+                    self._push(ms, _SEARCH, shopper)
         open_keys = (lead > 0) & (lead <= cfg.horizon_days)
         if cfg.competitor_updates_per_day > 0:
             comp = self._np.poisson(cfg.competitor_updates_per_day / 24.0 * span_h, len(keys)) * open_keys
@@ -267,9 +282,9 @@ class Simulation:
     # ---------------------------------------------------------- actions
     def _handle(self, ms: int, kind: int, data: Any) -> list[Record]:
         if kind == _SEARCH:
-            return self._on_search(ms, *data)
+            return self._on_search(ms, data)
         if kind == _VIEW:
-            return self._on_view(ms, *data)
+            return self._on_view(ms, data)
         if kind == _BOOK:
             return self._on_book(ms, *data)
         if kind == _CANCEL:
@@ -288,32 +303,51 @@ class Simulation:
             "stay_date": self._date(key[2]),
         }
 
-    def _on_search(self, ms: int, key: Key, s: int) -> list[Record]:
+    def _shopper(self, key: Key, s: int) -> _Shopper:
+        """Every random choice a shopper will need, drawn at arrival.
+
+        Drawing them up front, in an order that no policy can change, gives
+        common random numbers: two policies run with the same seed face the
+        same shoppers with the same willingness (``u_book``) and the same plans.
+        """
         rnd, d = self._attr.random, self._draws
         channel, nights = d.channel(s, rnd()), d.nights(s, rnd())
         lo, hi = d.rooms[s]
-        rooms = lo if lo == hi else lo + int(rnd() * (hi - lo + 1))
-        guests = min(12, rooms if self._seg_names[s] == "business" else 2 * rooms)
-        values = self._stay(ms, key)
-        values.update(event_type="search", nights=nights, guests=guests, channel=channel, segment=self._seg_names[s])
-        if rnd() < self.market.config.view_prob:
-            delay = _VIEW_DELAY_S[0] + self._attr.expovariate(1.0 / _VIEW_DELAY_S[1])
-            self._push(ms + int(delay * 1000), _VIEW, (key, s, channel, nights, rooms))
+        rooms = lo + int(rnd() * (hi - lo + 1))
+        views = rnd() < self.market.config.view_prob
+        view_delay = int((_VIEW_DELAY_S[0] - _VIEW_DELAY_S[1] * math.log(1.0 - rnd())) * 1000)
+        book_delay = int((_BOOK_DELAY_S[0] - _BOOK_DELAY_S[1] * math.log(1.0 - rnd())) * 1000)
+        u_book, u_cancel, cancel_at = rnd(), rnd(), rnd()
+        return _Shopper(
+            key, s, channel, nights, rooms, view_delay if views else -1, u_book, book_delay, u_cancel, cancel_at
+        )
+
+    def _on_search(self, ms: int, shopper: _Shopper) -> list[Record]:
+        s, rooms = shopper.s, shopper.rooms
+        values = self._stay(ms, shopper.key)
+        values.update(
+            event_type="search",
+            nights=shopper.nights,
+            guests=min(12, rooms if self._seg_names[s] == "business" else 2 * rooms),
+            channel=shopper.channel,
+            segment=self._seg_names[s],
+        )
+        if shopper.view_delay_ms >= 0:
+            self._push(ms + shopper.view_delay_ms, _VIEW, shopper)
         return [build(SearchEvent, values)]
 
-    def _on_view(self, ms: int, key: Key, s: int, channel: str, nights: int, rooms: int) -> list[Record]:
-        m = self.market
+    def _on_view(self, ms: int, shopper: _Shopper) -> list[Record]:
+        m, key, s = self.market, shopper.key, shopper.s
         ts = ms / 1000.0
         if ts >= m.checkin_ts(key[2]) or self._left[key] <= 0:
             return []  # too late, or sold out: the shopper sees no offer
         values = self._stay(ms, key)
-        price = self._quote(values, key, s, channel, nights)
-        p = m.prob(key[0], key[1], key[2], ts, price, s, channel, m.comp_median(key[0], key[1], key[2], ts))
-        if self._attr.random() < p and self._left[key] >= rooms:
-            delay = _BOOK_DELAY_S[0] + self._book.expovariate(1.0 / _BOOK_DELAY_S[1])
-            self._push(ms + int(delay * 1000), _BOOK, (key, s, channel, nights, rooms, price))
+        price = self._quote(values, key, s, shopper.channel, shopper.nights)
+        p = m.prob(key[0], key[1], key[2], ts, price, s, shopper.channel, m.comp_median(key[0], key[1], key[2], ts))
+        if shopper.u_book < p and self._left[key] >= shopper.rooms:
+            self._push(ms + shopper.book_delay_ms, _BOOK, (shopper, price))
         values.update(
-            event_type="view", price_shown=price, channel=channel, segment=self._seg_names[s], decision_id=None
+            event_type="view", price_shown=price, channel=shopper.channel, segment=self._seg_names[s], decision_id=None
         )
         return [build(ViewEvent, values)]
 
@@ -337,7 +371,8 @@ class Simulation:
             raise PolicyError(field="policy(offer)", value=price, expected=f"a finite positive price for {offer}")
         return float(price)
 
-    def _on_book(self, ms: int, key: Key, s: int, channel: str, nights: int, rooms: int, price: float) -> list[Record]:
+    def _on_book(self, ms: int, shopper: _Shopper, price: float) -> list[Record]:
+        key, rooms = shopper.key, shopper.rooms
         checkin_ms = self.market.checkin_ts(key[2]) * 1000.0
         if ms >= checkin_ms or self._left[key] < rooms:
             return []  # sold out (or closed) while the guest was checking out: a lost sale
@@ -349,14 +384,14 @@ class Simulation:
             booking_id=booking_id,
             price_paid=price,
             rooms=rooms,
-            nights=nights,
-            channel=channel,
-            segment=self._seg_names[s],
+            nights=shopper.nights,
+            channel=shopper.channel,
+            segment=self._seg_names[shopper.s],
             decision_id=None,
         )
-        if self._book.random() < self._cancel[s]:
+        if shopper.u_cancel < self._cancel[shopper.s]:
             lo, hi = _CANCEL_SPAN
-            when = ms + int((lo + (hi - lo) * self._book.random()) * (checkin_ms - ms))
+            when = ms + int((lo + (hi - lo) * shopper.cancel_at) * (checkin_ms - ms))
             self._push(max(when, ms + 1), _CANCEL, (key, booking_id, rooms))
         return [build(BookingEvent, values), self._inventory(ms, key)]
 

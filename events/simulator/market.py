@@ -72,6 +72,7 @@ class Market:
         self._size_mult = rng.uniform(cfg.hotel_size_range[0], cfg.hotel_size_range[1], n).tolist()
         self._peak_doy = rng.uniform(0.0, _YEAR_DAYS, n).tolist()
         self._comp_pos = rng.normal(0.0, cfg.competitor_spread, (n, cfg.competitors)).tolist()
+        self._wtp_gap = rng.lognormal(0.0, cfg.reference_error, (n, len(cfg.room_types))).tolist()
         self._hotels = {h: i for i, h in enumerate(cfg.hotel_ids)}
         self._rooms = {r: i for i, r in enumerate(cfg.room_types)}
         self._segments = {s.name: i for i, s in enumerate(cfg.segments)}
@@ -172,7 +173,8 @@ class Market:
     def _wtp_base(self, h: int, r: int, ordinal: int) -> float:
         cfg = self.config
         season = self.season(h, ordinal) ** cfg.season_wtp_exponent
-        return self._reference[h][r] * season * self.spike(h, ordinal) ** cfg.spike_wtp_exponent
+        level = self._reference[h][r] * self._wtp_gap[h][r]
+        return level * season * self.spike(h, ordinal) ** cfg.spike_wtp_exponent
 
     def _comp_rates(self, h: int, r: int, ordinal: int, bucket: int) -> tuple[float, ...]:
         cfg = self.config
