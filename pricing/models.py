@@ -47,6 +47,7 @@ class DemandModelConfig(BaseModel):
     num_leaves: int = Field(default=15, ge=2)
     learning_rate: float = Field(default=0.1, gt=0.0, le=1.0)
     min_data_in_leaf: int = Field(default=20, ge=1)
+    lambda_l2: float = Field(default=0.0, ge=0.0)
     feature_fraction: float = Field(default=1.0, gt=0.0, le=1.0)
     bootstrap: bool = False
     monotone_price: bool = True
@@ -57,9 +58,19 @@ LIGHT_CONFIG = DemandModelConfig()
 """~50 trees of 15 leaves: a few microseconds per row in onnxruntime."""
 
 HEAVY_CONFIG = DemandModelConfig(
-    n_members=5, num_trees=300, num_leaves=63, learning_rate=0.05, feature_fraction=0.8, bootstrap=True
+    n_members=5,
+    num_trees=300,
+    num_leaves=63,
+    learning_rate=0.02,
+    min_data_in_leaf=50,
+    lambda_l2=10.0,
+    feature_fraction=0.8,
+    bootstrap=True,
 )
-"""5 bagged members x 300 trees x 63 leaves; member spread = epistemic uncertainty."""
+"""5 bagged members x 300 trees x 63 leaves; member spread = epistemic uncertainty.
+
+The slow learning rate, 50-row leaves and L2 keep 63-leaf trees from memorising
+a few thousand rows (holdout log loss 0.69 -> 0.64 on the synthetic market)."""
 
 
 def _params(config: DemandModelConfig, n_features: int, seed: int) -> dict[str, Any]:
@@ -68,6 +79,7 @@ def _params(config: DemandModelConfig, n_features: int, seed: int) -> dict[str, 
         "num_leaves": config.num_leaves,
         "learning_rate": config.learning_rate,
         "min_data_in_leaf": config.min_data_in_leaf,
+        "lambda_l2": config.lambda_l2,
         "feature_fraction": config.feature_fraction,
         "feature_fraction_seed": seed,
         "seed": seed,
@@ -78,7 +90,8 @@ def _params(config: DemandModelConfig, n_features: int, seed: int) -> dict[str, 
     }
     if config.monotone_price:
         params["monotone_constraints"] = [-1] + [0] * (n_features - 1)
-        params["monotone_constraints_method"] = "advanced"
+        # "advanced" costs ~10x the training time for no measurable gain on demand curves.
+        params["monotone_constraints_method"] = "intermediate"
     return params
 
 

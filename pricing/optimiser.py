@@ -34,6 +34,8 @@ from pricing.errors import QuoteError
 
 Predict = Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating]]
 """prices ``(g,)`` -> booking probabilities ``(g, members)``."""
+ExtraStd = Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]]
+"""prices ``(g,)`` -> an extra, independent std per candidate (e.g. an off-distribution term)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +46,8 @@ class Optimum:
         price: chosen price, finite and inside the bounds.
         expected_revenue: ``price x mean p(book)`` at the chosen price (0.0 on fallback).
         booking_prob: mean ``p(book)`` at the chosen price (``None`` on fallback).
-        uncertainty: std of ``p(book)`` across ensemble members at the chosen price (0 for one member).
+        uncertainty: std of ``p(book)`` at the chosen price: the spread across ensemble members,
+            plus ``extra_std`` in quadrature (0 for one member and no extra term).
         candidates: every evaluated ``(price, mean p(book))``, sorted by price.
         fallback: the model returned non-finite values and the fallback price was used.
     """
@@ -83,11 +86,13 @@ def price_grid(floor: float, ceiling: float, size: int) -> npt.NDArray[np.float6
 
 
 def _objective(
-    prices: npt.NDArray[np.float64], probs: npt.NDArray[np.floating], risk_aversion: float
+    prices: npt.NDArray[np.float64], probs: npt.NDArray[np.floating], risk_aversion: float, extra_std: ExtraStd | None
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     p = np.clip(np.asarray(probs, dtype=np.float64).reshape(len(prices), -1), 0.0, 1.0)
     mean = p.mean(axis=1)
     std = p.std(axis=1)
+    if extra_std is not None:
+        std = np.sqrt(std**2 + np.asarray(extra_std(prices), dtype=np.float64) ** 2)
     return prices * np.maximum(mean - risk_aversion * std, 0.0), mean, std
 
 
@@ -100,6 +105,7 @@ def optimise(
     refine_passes: int = 0,
     risk_aversion: float = 0.0,
     fallback_price: float | None = None,
+    extra_std: ExtraStd | None = None,
 ) -> Optimum:
     """Search the grid (then refine) for the best risk-adjusted expected revenue.
 
@@ -112,6 +118,7 @@ def optimise(
         risk_aversion: ``lambda`` in ``mean - lambda x std``.
         fallback_price: used (clamped) if the model returns non-finite values;
             ``None`` means the geometric mid-point of the bounds.
+        extra_std: an extra std per candidate, added in quadrature to the member spread.
 
     Raises:
         QuoteError: if the bounds are impossible.
@@ -124,7 +131,7 @@ def optimise(
         probs = predict(prices)
         if not np.all(np.isfinite(probs)):
             return _fallback(floor, ceiling, fallback_price)
-        score, mean, std = _objective(prices, probs, risk_aversion)
+        score, mean, std = _objective(prices, probs, risk_aversion, extra_std)
         seen_p.append(prices)
         seen_m.append(mean)
         best_i = int(np.argmax(score))
@@ -132,7 +139,7 @@ def optimise(
             low, high = prices[max(best_i - 1, 0)], prices[min(best_i + 1, len(prices) - 1)]
             if high <= low:
                 break
-            prices = price_grid(float(low), float(high), grid_size)
+            prices = price_grid(float(low), float(high), grid_size + 2)[1:-1]  # the ends are already scored
     price = float(prices[best_i])
     all_p = np.concatenate(seen_p)
     all_m = np.concatenate(seen_m)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -52,6 +52,13 @@ LIGHT_REFINE = 1
 HEAVY_GRID = 41
 HEAVY_RISK_AVERSION = 0.5
 """Heavy objective: price x (mean - 0.5 std); a mild penalty that prefers prices the members agree on."""
+OOD_STD = 1.0 / math.sqrt(12.0)
+"""Std of a probability we know nothing about (uniform on [0, 1]).
+
+Trees extrapolate flat, so members agree off the training support exactly where
+they know least; the member spread alone cannot see that. A candidate whose
+inputs leave the training envelope gets ``OOD_STD x share of inputs outside``
+added in quadrature to the spread."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +69,8 @@ class Quote:
         price: chosen price, finite and inside ``[floor, ceiling]``.
         expected_revenue: ``price x booking_prob`` (0.0 on fallback).
         booking_prob: mean ``p(book)`` at ``price``; ``None`` only on fallback.
-        uncertainty: std of ``p(book)`` across ensemble members at ``price`` (0.0 for the light tier).
+        uncertainty: std of ``p(book)`` at ``price``: member spread (heavy only) and the
+            off-distribution term (see ``OOD_STD``), added in quadrature.
         candidates: every evaluated ``(price, p(book))``, sorted by price.
         model_name: bundle name (``demand-light``).
         model_version: bundle version.
@@ -125,6 +133,11 @@ class _BundlePricer:
             raise BundleError(msg)
         envelope = self._meta.get("envelope", {})
         bounds = [envelope.get(c, [None, None]) for c in self._columns[1:]]
+        price = envelope.get("price", [None, None])
+        self._price_range = (
+            -math.inf if price[0] is None else float(price[0]),
+            math.inf if price[1] is None else float(price[1]),
+        )
         self._low = np.array([-math.inf if b[0] is None else b[0] for b in bounds], dtype=np.float32)
         self._high = np.array([math.inf if b[1] is None else b[1] for b in bounds], dtype=np.float32)
         self._local = threading.local()
@@ -164,12 +177,26 @@ class _BundlePricer:
         """Share of known non-price inputs outside the training 1st-99th percentile envelope, in [0, 1]."""
         vec = self._vectorizer()
         vec.prepare(request, features)
-        row = vec.with_prices(np.ones(1))[0, 1:]
-        known = np.isfinite(row)
-        if not known.any():
-            return 1.0
-        outside = (row < self._low) | (row > self._high)
-        return float(outside[known].mean())
+        outside, known = self._outside(vec.row)
+        return outside / known if known else 1.0
+
+    def _outside(self, row: npt.NDArray[np.float32]) -> tuple[int, int]:
+        """(inputs outside the envelope, known inputs) over the non-price columns of a prepared row."""
+        values = row[1:]
+        known = np.isfinite(values)
+        outside = known & ((values < self._low) | (values > self._high))
+        return int(outside.sum()), int(known.sum())
+
+    def _extra_std(self, row: npt.NDArray[np.float32]) -> Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]]:
+        outside, known = self._outside(row)
+        low, high = self._price_range
+
+        def extra(prices: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+            price_out = (prices < low) | (prices > high)
+            share: npt.NDArray[np.float64] = (outside + price_out) / (known + 1)
+            return OOD_STD * share
+
+        return extra
 
     def quote(
         self,
@@ -201,6 +228,7 @@ class _BundlePricer:
             refine_passes=self.refine_passes,
             risk_aversion=self.risk_aversion,
             fallback_price=rule_price,
+            extra_std=self._extra_std(vec.row),
         )
         return Quote(
             best.price,

@@ -105,6 +105,11 @@ class Vectorizer:
                 value = math.nan if raw is None else float(raw)
             row[j] = value
 
+    @property
+    def row(self) -> npt.NDArray[np.float32]:
+        """The prepared row (``row[0]``, the price slot, is unspecified)."""
+        return self._row
+
     def with_prices(self, prices: npt.NDArray[np.floating]) -> npt.NDArray[np.float32]:
         """Rows of the prepared request, one per price (a view of the internal buffer)."""
         n = len(prices)
