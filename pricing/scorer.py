@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,7 +45,12 @@ from pricing.degraded import Deadline, Degradation, missing_features, sanitize_f
 from pricing.errors import FeatureStoreUnavailable
 from pricing.feature_source import EMPTY_READ, FeatureRead, FeatureSource, MemoryFeatureSource
 from pricing.metrics import ScorerMetrics
+from pricing.rules import RuleOutcome, RuleSet
 from routing.complexity import OOD_HALF, TrainingStats, complexity_score, inputs_from
+from routing.router import TieredRouter
+
+if TYPE_CHECKING:
+    from pricing.tiers import TierPricer
 
 __all__ = ["FeatureRead", "FeatureSource", "MemoryFeatureSource", "Scorer", "ScorerConfig"]
 
@@ -73,30 +78,10 @@ class ScorerConfig(BaseModel):
     feature_version: str = "features.v1"
 
 
-class _Outcome(Protocol):
-    decided_price: float | None
-    floor: float
-    ceiling: float
-    fired: tuple[str, ...]
-    rule_price: float
-
-    def clamp(self, price: float) -> float: ...
-
-
-class _Rules(Protocol):
-    def evaluate(self, request: PricingRequest, features: Mapping[str, float | None]) -> Any: ...
-
-
-class _Router(Protocol):
-    def route(self, score: float) -> str: ...
-
-    def learn_one(self, score: float) -> None: ...
-
-
 @dataclass(frozen=True, slots=True)
 class _Models:
-    light: Any
-    heavy: Any
+    light: TierPricer | None
+    heavy: TierPricer | None
 
 
 @dataclass(slots=True)
@@ -116,7 +101,7 @@ class Scorer:
 
     Args:
         config: scorer settings.
-        rules: a :class:`~pricing.rules.RuleSet` (or anything with the same ``evaluate``).
+        rules: the :class:`~pricing.rules.RuleSet`.
         feature_source: the online features (:class:`FeatureSource`).
         light: the light :class:`~pricing.tiers.TierPricer`, or ``None`` (rules only).
         heavy: the heavy pricer, or ``None`` (the light quote stands).
@@ -124,19 +109,19 @@ class Scorer:
         stats: metrics (a fresh :class:`~pricing.metrics.ScorerMetrics` when ``None``).
         audit: an :class:`~pricing.audit.AuditLog` (or ``None``).
         on_decision: called with (request, decision) after every decision, e.g. to publish it.
-        training_stats: light model's training statistics for the out-of-distribution signal
-            (taken from ``light.training_stats`` when not given).
+        training_stats: the light model's training statistics for the out-of-distribution signal;
+            when ``None``, the light pricer's ``ood_distance`` (share outside its training envelope).
     """
 
     def __init__(
         self,
         config: ScorerConfig,
         *,
-        rules: _Rules,
+        rules: RuleSet,
         feature_source: FeatureSource,
-        light: Any,
-        heavy: Any,
-        router: _Router,
+        light: TierPricer | None,
+        heavy: TierPricer | None,
+        router: TieredRouter,
         stats: ScorerMetrics | None = None,
         audit: Any = None,
         on_decision: Callable[[PricingRequest, PricingDecision], None] | None = None,
@@ -158,16 +143,16 @@ class Scorer:
 
     # -- models ---------------------------------------------------------------------------
     @property
-    def light(self) -> Any:
+    def light(self) -> TierPricer | None:
         """The light pricer in force."""
         return self._models.light
 
     @property
-    def heavy(self) -> Any:
+    def heavy(self) -> TierPricer | None:
         """The heavy pricer in force."""
         return self._models.heavy
 
-    def swap_models(self, *, light: Any = None, heavy: Any = None) -> None:
+    def swap_models(self, *, light: TierPricer | None = None, heavy: TierPricer | None = None) -> None:
         """Atomically replace the light and/or heavy pricer (``None`` keeps the current one).
 
         In-flight decisions finish with the pricers they started with.
@@ -274,7 +259,7 @@ class Scorer:
     ) -> PricingDecision:
         models = self._models  # one snapshot: a concurrent swap cannot mix old and new pricers
         features = missing_features() if problem else sanitize_features(read.values)
-        outcome: _Outcome = self.rules.evaluate(request, features)
+        outcome: RuleOutcome = self.rules.evaluate(request, features)
         if outcome.decided_price is not None:
             result = _Result(outcome.decided_price, "rules", degradation=problem)
         elif problem is not None:
@@ -324,7 +309,7 @@ class Scorer:
         request: PricingRequest,
         features: dict[str, float | None],
         read: FeatureRead,
-        outcome: _Outcome,
+        outcome: RuleOutcome,
         deadline: Deadline,
         models: _Models,
     ) -> _Result:
@@ -364,7 +349,7 @@ class Scorer:
         tier: str,
         request: PricingRequest,
         features: Mapping[str, float | None],
-        outcome: _Outcome,
+        outcome: RuleOutcome,
         deadline: Deadline,
     ) -> Any:
         """A quote from ``pricer``, or the :class:`Degradation` that stopped it."""
