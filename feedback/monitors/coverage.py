@@ -26,6 +26,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -38,12 +39,18 @@ DEFAULT_BUCKETS = 12
 
 
 class _Bucket:
-    __slots__ = ("n", "nulls", "stale")
+    # Stale counts are derived: stale[f] = stale_events - stale_nulls[f]; so an
+    # update only walks the (few) null features, not all of them twice.
+    __slots__ = ("n", "nulls", "stale_events", "stale_nulls")
 
     def __init__(self, n_features: int) -> None:
         self.n = 0
+        self.stale_events = 0
         self.nulls = [0] * n_features
-        self.stale = [0] * n_features
+        self.stale_nulls = [0] * n_features
+
+    def stale(self) -> list[int]:
+        return [self.stale_events - k for k in self.stale_nulls]
 
 
 @dataclass(frozen=True)
@@ -195,14 +202,19 @@ class CoverageMonitor:
             self._evict(buckets, key)
         stale = feature_time is None or now_s - feature_time.timestamp() > self._staleness_s
         bucket.n += 1
-        nulls, stales = bucket.nulls, bucket.stale
-        get = features.get
-        for i, name in enumerate(self._features):
-            value = get(name)
-            if value is None or value != value:  # NaN != NaN
-                nulls[i] += 1
-            elif stale:
-                stales[i] += 1
+        values = tuple(map(features.get, self._features))
+        if None not in values and not math.isnan(sum(cast("tuple[float, ...]", values))):
+            null_idx: list[int] = []  # fast path: no null, no NaN (a NaN makes the sum NaN)
+        else:  # NaN != NaN, so ``v != v`` flags NaN without a call to math.isnan
+            null_idx = [i for i, v in enumerate(values) if v is None or v != v]
+        nulls = bucket.nulls
+        for i in null_idx:
+            nulls[i] += 1
+        if stale:
+            bucket.stale_events += 1
+            stale_nulls = bucket.stale_nulls
+            for i in null_idx:
+                stale_nulls[i] += 1
 
     def _evict(self, buckets: dict[int, _Bucket], newest: int) -> None:
         oldest_kept = newest - self._n_buckets + 1
@@ -234,7 +246,7 @@ class CoverageMonitor:
                 if oldest <= key <= newest:
                     counts[i] += bucket.n
                     nulls[i] += bucket.nulls
-                    stale[i] += bucket.stale
+                    stale[i] += bucket.stale()
         keep = counts > 0
         denom = np.maximum(counts[keep], 1)[:, None]
         return CoverageReport(

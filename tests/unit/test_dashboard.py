@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from feedback.dashboard import write_dashboard
 from feedback.monitors import CoverageMonitor, DriftMonitor, FlipMonitor
@@ -74,3 +75,38 @@ def test_empty_inputs_still_render(tmp_path: Path) -> None:
     text = out.read_text(encoding="utf-8")
     assert text.count("<img") == 6
     assert "&lt;b&gt;ops&lt;/b&gt;" in text and "<b>ops</b>" not in text
+
+
+def test_prometheus_export_sets_values_on_the_given_registry() -> None:
+    from prometheus_client import REGISTRY, CollectorRegistry
+
+    from feedback.monitors.metrics import MonitorMetrics, export
+
+    registry = CollectorRegistry()
+    metrics = MonitorMetrics(registry)
+    data = inputs()
+    history = data["drift_history"]
+    export(
+        metrics,
+        coverage=data["coverage"],  # type: ignore[arg-type]
+        drift=history[-1],  # type: ignore[index]
+        flips=data["flips"][-1],  # type: ignore[index]
+        tier_shares={"rules": 0.25, "light": 0.75},
+        rollout_weights={"v1": 0.4, "v2": 0.6},
+    )
+    metrics.observe_latencies([3.0, 7.0, 700.0], tier="light")
+
+    def value(name: str, **labels: str) -> float | None:
+        return registry.get_sample_value(f"pricestream_{name}", labels)
+
+    assert value("coverage_missing_share", feature="occupancy") == pytest.approx(1 / 3)
+    assert value("coverage_worst_hotel_missing_share", feature="occupancy") == 1.0
+    assert value("drift_alert", feature="occupancy") == 1.0
+    assert value("drift_alert", feature="searches_24h") == 0.0
+    assert value("drift_alerts_total", feature="occupancy") == 1.0
+    assert value("flip_rate", scope="same_version", version="v1") == pytest.approx(0.4)
+    assert value("tier_share", tier="light") == 0.75
+    assert value("rollout_weight", arm="v2") == 0.6
+    assert value("decision_latency_seconds_count", tier="light") == 3.0
+    assert value("decision_latency_seconds_bucket", tier="light", le="0.005") == 1.0
+    assert REGISTRY.get_sample_value("pricestream_tier_share", {"tier": "light"}) is None
