@@ -33,7 +33,7 @@ import math
 import random
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -50,78 +50,13 @@ from events.models import (
 from events.simulator._fast import IdSource, build
 from events.simulator.errors import PolicyError, SimulatorError
 from events.simulator.market import Market
+from events.simulator.shoppers import Key, Offer, Policy, SegmentDraws, Shopper
 
 _HOUR_MS = 3_600_000
 _VIEW_DELAY_S = (5.0, 40.0)  # minimum and mean extra seconds from search to view
 _BOOK_DELAY_S = (30.0, 240.0)  # minimum and mean extra seconds from view to booking
 _CANCEL_SPAN = (0.05, 0.95)  # cancellations land in this fraction of the time left to check-in
 _SEARCH, _VIEW, _BOOK, _CANCEL, _COMP, _INV = range(6)
-
-
-class Offer(NamedTuple):
-    """What a pricing policy sees when a shopper is about to view a room."""
-
-    hotel_id: str
-    room_type: str
-    stay_date: date
-    at: datetime
-    segment: str
-    channel: str
-    lead_time_days: int
-    rooms_left: int
-    capacity: int
-    nights: int = 1
-
-
-Policy = Callable[[Offer], float]
-
-
-class _Shopper(NamedTuple):
-    key: tuple[int, int, int]
-    s: int
-    channel: str
-    nights: int
-    rooms: int
-    view_delay_ms: int  # -1: searches only
-    u_book: float
-    book_delay_ms: int
-    u_cancel: float
-    cancel_at: float
-
-
-Key = tuple[int, int, int]  # (hotel index, room index, stay-date ordinal)
-
-
-class _SegmentDraws:
-    """Per-segment attribute sampler (channel, nights, rooms, guests) on one ``random.Random``."""
-
-    def __init__(self, market: Market) -> None:
-        self.channels: list[list[str]] = []
-        self.cum: list[list[float]] = []
-        self.log_q: list[float] = []
-        self.rooms: list[tuple[int, int]] = []
-        for seg in market.config.segments:
-            total = sum(seg.channels.values())
-            acc, cum = 0.0, []
-            for w in seg.channels.values():
-                acc += w / total
-                cum.append(acc)
-            self.channels.append(list(seg.channels))
-            self.cum.append(cum)
-            # nights = 1 + geometric failures with mean nights_mean - 1
-            q = 1.0 - 1.0 / seg.nights_mean
-            self.log_q.append(math.log(q) if q > 0 else 0.0)
-            self.rooms.append(seg.rooms)
-
-    def channel(self, s: int, u: float) -> str:
-        for name, edge in zip(self.channels[s], self.cum[s], strict=True):
-            if u < edge:
-                return name
-        return self.channels[s][-1]
-
-    def nights(self, s: int, u: float) -> int:
-        lq = self.log_q[s]
-        return 1 if lq == 0.0 else min(60, 1 + int(math.log(1.0 - u) / lq))
 
 
 class Simulation:
@@ -161,7 +96,7 @@ class Simulation:
         self._np = np.random.default_rng([seed, 1])
         self._attr = random.Random(seed * 4 + 1)  # arrival times and every shopper's draws
         self._ids = IdSource(random.Random(seed * 4 + 3))
-        self._draws = _SegmentDraws(market)
+        self._draws = SegmentDraws(market)
         self._left: dict[Key, int] = {}
         self._checkins: dict[tuple[str, str, date], int] = {}
         self._heap: list[tuple[int, int, int, Any]] = []
@@ -303,7 +238,7 @@ class Simulation:
             "stay_date": self._date(key[2]),
         }
 
-    def _shopper(self, key: Key, s: int) -> _Shopper:
+    def _shopper(self, key: Key, s: int) -> Shopper:
         """Every random choice a shopper will need, drawn at arrival.
 
         Drawing them up front, in an order that no policy can change, gives
@@ -318,11 +253,11 @@ class Simulation:
         view_delay = int((_VIEW_DELAY_S[0] - _VIEW_DELAY_S[1] * math.log(1.0 - rnd())) * 1000)
         book_delay = int((_BOOK_DELAY_S[0] - _BOOK_DELAY_S[1] * math.log(1.0 - rnd())) * 1000)
         u_book, u_cancel, cancel_at = rnd(), rnd(), rnd()
-        return _Shopper(
+        return Shopper(
             key, s, channel, nights, rooms, view_delay if views else -1, u_book, book_delay, u_cancel, cancel_at
         )
 
-    def _on_search(self, ms: int, shopper: _Shopper) -> list[Record]:
+    def _on_search(self, ms: int, shopper: Shopper) -> list[Record]:
         s, rooms = shopper.s, shopper.rooms
         values = self._stay(ms, shopper.key)
         values.update(
@@ -336,7 +271,7 @@ class Simulation:
             self._push(ms + shopper.view_delay_ms, _VIEW, shopper)
         return [build(SearchEvent, values)]
 
-    def _on_view(self, ms: int, shopper: _Shopper) -> list[Record]:
+    def _on_view(self, ms: int, shopper: Shopper) -> list[Record]:
         m, key, s = self.market, shopper.key, shopper.s
         ts = ms / 1000.0
         if ts >= m.checkin_ts(key[2]) or self._left[key] <= 0:
@@ -371,7 +306,7 @@ class Simulation:
             raise PolicyError(field="policy(offer)", value=price, expected=f"a finite positive price for {offer}")
         return float(price)
 
-    def _on_book(self, ms: int, shopper: _Shopper, price: float) -> list[Record]:
+    def _on_book(self, ms: int, shopper: Shopper, price: float) -> list[Record]:
         key, rooms = shopper.key, shopper.rooms
         checkin_ms = self.market.checkin_ts(key[2]) * 1000.0
         if ms >= checkin_ms or self._left[key] < rooms:
