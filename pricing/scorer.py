@@ -42,8 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from events.models import PricingDecision, PricingRequest, Tier
 from pricing import degraded as dg
 from pricing.degraded import Deadline, Degradation, missing_features, sanitize_features
-from pricing.errors import FeatureStoreUnavailable
-from pricing.feature_source import EMPTY_READ, FeatureRead, FeatureSource, MemoryFeatureSource
+from pricing.feature_source import FeatureRead, FeatureSource, MemoryFeatureSource, safe_read, safe_read_many
 from pricing.metrics import ScorerMetrics
 from pricing.rules import RuleOutcome, RuleSet
 from routing.complexity import OOD_HALF, TrainingStats, complexity_score, inputs_from
@@ -225,34 +224,10 @@ class Scorer:
 
     # -- internals ------------------------------------------------------------------------------
     def _read(self, request: PricingRequest) -> tuple[FeatureRead, Degradation | None]:
-        started = time.perf_counter()
-        try:
-            read = self.feature_source.read(request.hotel_id, request.room_type, request.stay_date)
-        except FeatureStoreUnavailable as exc:
-            return EMPTY_READ, Degradation.from_exception(dg.FEATURE_STORE_UNAVAILABLE, exc)
-        except Exception as exc:  # noqa: BLE001 - a source adapter may fail any way; the scorer must answer
-            return EMPTY_READ, Degradation.from_exception(dg.FEATURE_SOURCE_ERROR, exc)
-        finally:
-            self.stats.feature_read.observe(time.perf_counter() - started)
-        return read, None
+        return safe_read(self.feature_source, request, observe=self.stats.feature_read.observe)
 
     def _read_many(self, requests: Sequence[PricingRequest]) -> list[tuple[FeatureRead, Degradation | None]]:
-        many = getattr(self.feature_source, "read_many", None)
-        if many is None:
-            return [self._read(request) for request in requests]
-        started = time.perf_counter()
-        try:
-            reads = list(many([(r.hotel_id, r.room_type, r.stay_date) for r in requests]))
-        except FeatureStoreUnavailable as exc:
-            return [(EMPTY_READ, Degradation.from_exception(dg.FEATURE_STORE_UNAVAILABLE, exc))] * len(requests)
-        except Exception as exc:  # noqa: BLE001 - same as _read
-            return [(EMPTY_READ, Degradation.from_exception(dg.FEATURE_SOURCE_ERROR, exc))] * len(requests)
-        finally:
-            self.stats.feature_read.observe(time.perf_counter() - started)
-        if len(reads) != len(requests):
-            problem = Degradation(dg.FEATURE_SOURCE_ERROR, f"read_many returned {len(reads)} rows for {len(requests)}")
-            return [(EMPTY_READ, problem)] * len(requests)
-        return [(read, None) for read in reads]
+        return safe_read_many(self.feature_source, requests, observe=self.stats.feature_read.observe)
 
     def _decide(
         self, request: PricingRequest, read: FeatureRead, problem: Degradation | None, deadline: Deadline

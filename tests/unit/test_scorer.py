@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from events.catalog import ALL_FEATURES
 from events.models import CHANNELS, PricingDecision, PricingRequest
+from feedback.registry import ModelRegistry
 from pricing.audit import AuditLog, verify
 from pricing.degraded import sanitize_features
 from pricing.errors import FeatureStoreUnavailable
@@ -263,28 +264,24 @@ def test_batch_reads_once_and_matches_single_decisions(pricers: tuple[Any, Any])
     assert [d.request_id for d in batch] == [r.request_id for r in requests]
 
 
-def test_swap_and_registry_reload(pricers: tuple[Any, Any]) -> None:
+def test_swap_and_registry_reload(tmp_path: Path, pricers: tuple[Any, Any]) -> None:
     light, heavy = pricers
     scorer = _scorer(FixedPricer("old", version="0"), None)
     assert scorer.price(_request()).model_name == "old"
-    scorer.swap_models(light=light)
+    scorer.swap_models(light=FixedPricer("newer", version="9"))
+    assert scorer.price(_request()).model_name == "newer"
+
+    registry = ModelRegistry(tmp_path / "registry")
+    registry.promote(registry.register(light.path, tier="light"))
+    assert scorer.reload_from(registry) is True
+    assert (scorer.light.version, scorer.heavy) == (light.version, None)
     assert scorer.price(_request()).model_version == light.version
-
-    @dataclass
-    class Entry:
-        version: str
-        path: Path
-
-    class Registry:  # the generation/current() contract of feedback.registry.ModelRegistry
-        generation = 4
-
-        def current(self, tier: str) -> Entry | None:
-            return Entry(heavy.version, heavy.path) if tier == "heavy" else Entry(light.version, light.path)
-
-    assert scorer.reload_from(Registry()) is True  # heavy is new, light already in force
-    assert scorer.heavy.version == heavy.version and scorer.light is light
-    assert scorer.reload_from(Registry()) is False  # same generation: nothing to do
-    assert scorer.stats.value("pricestream_model_reloads_total", tier="heavy") == 1.0
+    loaded_light = scorer.light
+    assert scorer.reload_from(registry) is False  # same generation: nothing to do
+    registry.promote(registry.register(heavy.path, tier="heavy"))
+    assert scorer.reload_from(registry) is True
+    assert scorer.heavy.version == heavy.version and scorer.light is loaded_light  # light unchanged: kept
+    assert scorer.stats.value("pricestream_model_reloads_total", tier="light") == 2.0
 
 
 def test_audit_callback_and_metrics(tmp_path: Path, pricers: tuple[Any, Any]) -> None:
