@@ -162,3 +162,18 @@ def test_health_metrics_and_openapi(client: TestClient) -> None:
     assert {"/v1/price", "/v1/price:batch", "/healthz", "/metrics"} <= set(spec["paths"])
     body_spec = spec["paths"]["/v1/price"]["post"]["requestBody"]["content"]["application/json"]
     assert body_spec["examples"]["web"]["value"]["hotel_id"] == "h042"
+
+
+def test_audit_disk_failure_keeps_pricing_but_fails_health() -> None:
+    class FullDisk:
+        def append(self, **entry: Any) -> str:
+            msg = "No space left on device"
+            raise OSError(28, msg)
+
+    scorer = Scorer(ScorerConfig(), rules=RuleSet.from_yaml(RULES), feature_source=MemoryFeatureSource(),
+                    light=HalfPricePricer(), heavy=None, router=TieredRouter(), audit=FullDisk())
+    with TestClient(create_app(scorer)) as test_client:
+        assert test_client.post("/v1/price", json=BODY).status_code == 200
+        health = test_client.get("/healthz")
+        assert (health.status_code, health.json()["audit_failing"]) == (503, True)
+    assert scorer.stats.value("pricestream_scorer_side_errors_total", stage="audit") == 1.0
