@@ -32,8 +32,8 @@ MISSING_SHARE = 0.05
 
 def demand_logit(frame: pd.DataFrame, *, elasticity: float = ELASTICITY) -> np.ndarray:
     """True booking log-odds: occupancy and recent bookings raise demand, price lowers it."""
-    occ = frame["occupancy"].fillna(0.5).to_numpy()
-    bookings = frame["bookings_24h"].fillna(2.0).to_numpy()
+    occ = frame["occupancy"].astype(float).fillna(0.5).to_numpy()
+    bookings = frame["bookings_24h"].astype(float).fillna(2.0).to_numpy()
     lead = frame["lead_time_days"].to_numpy()
     weekend = frame["stay_dow"].isin([4.0, 5.0]).to_numpy()
     intercept = elasticity * math.log(REFERENCE_PRICE) + 1.2 * (occ - 0.5) + 0.08 * (bookings - 2) - 0.004 * lead

@@ -55,6 +55,11 @@ HEAVY_RISK_AVERSION = 0.5
 OOD_STD = 1.0 / math.sqrt(12.0)
 """Std of a probability we know nothing about (uniform on [0, 1]).
 
+Price search is also held inside the trained price range (1st-99th
+percentile) where that overlaps ``[floor, ceiling]``: past it the trees
+predict a flat ``p(book)``, so revenue would look linear in price and the
+optimiser would run to the ceiling.
+
 Trees extrapolate flat, so members agree off the training support exactly where
 they know least; the member spread alone cannot see that. A candidate whose
 inputs leave the training envelope gets ``OOD_STD x share of inputs outside``
@@ -213,6 +218,9 @@ class _BundlePricer:
             QuoteError: if ``floor``/``ceiling`` are not finite with ``0 < floor <= ceiling``.
         """
         check_bounds(floor, ceiling)
+        low, high = max(floor, self._price_range[0]), min(ceiling, self._price_range[1])
+        if low > high:  # the bounds leave the trained price range: search them anyway, the OOD term flags it
+            low, high = floor, ceiling
         vec = self._vectorizer()
         vec.prepare(request, features)
         model = self._model
@@ -222,16 +230,20 @@ class _BundlePricer:
 
         best = optimise(
             predict,
-            floor=floor,
-            ceiling=ceiling,
+            floor=low,
+            ceiling=high,
             grid_size=self.grid_size,
             refine_passes=self.refine_passes,
             risk_aversion=self.risk_aversion,
             fallback_price=rule_price,
             extra_std=self._extra_std(vec.row),
         )
+        price = best.price
+        if best.fallback:  # the rules price answers to the caller's bounds, not the trust region
+            price = min(max(math.sqrt(floor * ceiling) if rule_price is None else rule_price, floor), ceiling)
+            price = price if math.isfinite(price) else floor
         return Quote(
-            best.price,
+            price,
             best.expected_revenue,
             best.booking_prob,
             best.uncertainty,
