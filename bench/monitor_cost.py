@@ -10,7 +10,9 @@ inputs repeat, model version, price) is replayed three times in one process:
 * each monitor alone, to show where the time goes.
 
 Prints events/s and the slowdown ratio against ``bare``, and the cost of one
-``DriftMonitor.check`` on the accumulated window (per check, not per event).
+``DriftMonitor.check`` on the accumulated window (per check, not per event), and
+the drift false-alarm rate over ``--windows`` unchanged windows (same generator
+as the reference; ``--windows 0`` skips it).
 
 Run: ``.venv/bin/python bench/monitor_cost.py [--events 50000] [--hotels 200] [--seed 0]``
 """
@@ -27,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from events.catalog import ALL_FEATURES
-from feedback.monitors import CoverageMonitor, DriftMonitor, FlipMonitor
+from feedback.monitors import CoverageMonitor, DriftMonitor, FlipMonitor, false_alarm_rate
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -83,6 +85,7 @@ def main() -> None:
     parser.add_argument("--hotels", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--windows", type=int, default=100)
     args = parser.parse_args()
     stream = make_stream(args.events, hotels=args.hotels, seed=args.seed)
     reference = pd.DataFrame([ev.features for ev in stream[:5000]], columns=list(ALL_FEATURES), dtype=float)
@@ -120,6 +123,14 @@ def main() -> None:
     report = drift_monitor.check(at=T0)
     check_ms = 1000 * (time.perf_counter() - start)
     print(f"drift check on {report.n_window} rows x {len(ALL_FEATURES)} features: {check_ms:.1f} ms per check")
+    if args.windows:
+
+        def unchanged(i: int) -> pd.DataFrame:
+            window = make_stream(2000, hotels=args.hotels, seed=10_000 + i)
+            return pd.DataFrame([ev.features for ev in window], columns=list(ALL_FEATURES), dtype=float)
+
+        rate = false_alarm_rate(reference, unchanged, args.windows, features=ALL_FEATURES)
+        print(f"drift false-alarm rate over {args.windows} unchanged windows of 2000 rows: {rate:.1%}")
 
 
 if __name__ == "__main__":
