@@ -3,7 +3,7 @@
 Druid is reached through pydruid's DB-API. The offline store (date-partitioned parquet under
 ``<offline_root>/features_v1/date=YYYY-MM-DD/*.parquet``) is registered in DuckDB as a view
 named like the Druid datasource, ``features_v1``, with Druid's schema: ``__time`` (the
-feature time, UTC), string keys, ``version`` as BIGINT and every catalogue feature as DOUBLE.
+feature time, UTC), string keys, ``version`` as BIGINT and every stored catalogue feature as DOUBLE.
 So a query such as ``SELECT hotel_id, COUNT(*) FROM features_v1 WHERE "__time" >= TIMESTAMP
 '2026-01-01 00:00:00' GROUP BY hotel_id`` runs unchanged on either engine, and both results
 come back with the same column dtypes (timestamps as UTC, integers as int64, reals as float64).
@@ -37,20 +37,23 @@ import requests
 from pydruid.db import connect
 from pydruid.db import exceptions as druid_exc
 
-from events.catalog import ALL_FEATURES
+from events.catalog import VIEWS
 
 Engine = Literal["druid", "duckdb"]
 
 DATASOURCE = "features_v1"
+STORED_FEATURES: tuple[str, ...] = tuple(name for _, names in VIEWS.values() for name in names)
+"""Features that ``features.v1`` rows carry (the catalogue's derived ratios are computed by readers)."""
 KEY_COLUMNS: tuple[str, ...] = ("hotel_id", "room_type", "stay_date", "view")
 FEATURE_SCHEMA: Mapping[str, str] = {
     **dict.fromkeys(KEY_COLUMNS, "VARCHAR"),
     "version": "BIGINT",
-    **dict.fromkeys(ALL_FEATURES, "DOUBLE"),
+    **dict.fromkeys(STORED_FEATURES, "DOUBLE"),
 }
 """Columns of the ``features_v1`` datasource besides ``__time``, with their SQL types."""
 
 _ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
+_MAX_ERROR_CHARS = 800  # Calcite lists every token it expected; the head says what went wrong
 _HEALTH_TIMEOUT_S = 2.0  # a health probe that takes longer means "not reachable" for auto mode
 
 
@@ -163,7 +166,7 @@ def query_druid(sql: str, *, druid_url: str, timeout: float = 60.0) -> pd.DataFr
         msg = f"Druid at {druid_url} is not reachable: {exc}"
         raise EngineUnavailable(msg) from exc
     except druid_exc.Error as exc:
-        msg = f"Druid rejected the query: {exc}"
+        msg = f"Druid rejected the query: {str(exc)[:_MAX_ERROR_CHARS]}"
         raise QueryFailed(msg) from exc
     finally:
         conn.close()
@@ -180,7 +183,7 @@ def query_duckdb(sql: str, *, offline_root: Path | str, parameters: list[Any] | 
     try:
         frame = con.execute(sql, parameters).df()
     except duckdb.Error as exc:
-        msg = f"DuckDB rejected the query over {offline_root}: {exc}"
+        msg = f"DuckDB rejected the query over {offline_root}: {str(exc)[:_MAX_ERROR_CHARS]}"
         raise QueryFailed(msg) from exc
     finally:
         con.close()

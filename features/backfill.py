@@ -24,8 +24,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from events.catalog import ALL_FEATURES
-from features.analytics import DATASOURCE, FEATURE_SCHEMA, AnalyticsError, query_druid, query_duckdb
+from features.analytics import (
+    DATASOURCE,
+    FEATURE_SCHEMA,
+    STORED_FEATURES,
+    AnalyticsError,
+    query_druid,
+    query_duckdb,
+)
 
 Entity = str | tuple[str] | tuple[str, str] | tuple[str, str, str | date]
 
@@ -34,7 +40,7 @@ FEATURE_COLUMNS: tuple[str, ...] = (
     "room_type",
     "stay_date",
     "view",
-    *ALL_FEATURES,
+    *STORED_FEATURES,
     "feature_time",
     "version",
 )
@@ -105,7 +111,7 @@ def to_feature_frame(frame: pd.DataFrame) -> pd.DataFrame:
             out[col] = pd.to_datetime(values, utc=True).astype("datetime64[ms, UTC]")
         elif col == "version":
             out[col] = pd.to_numeric(values).astype("int64")
-        elif col in ALL_FEATURES:
+        elif col in STORED_FEATURES:
             out[col] = pd.to_numeric(values).astype("float64")
         else:
             out[col] = values.astype(object).where(values.notna(), None)

@@ -1,9 +1,13 @@
 """Kafka supervisor specs for Druid: load the committed JSON, point it at a cluster, submit.
 
 The specs live next to this module (``supervisors/<topic>.json``); their README explains the
-rollup and granularity choices. A ``topic_prefix`` isolates tests and tenants: it prefixes the
-Kafka topic (as :meth:`events.config.KafkaConfig.topic` does) and leaves the datasource name,
-which analysts' SQL names, alone unless ``datasource_prefix`` is given.
+rollup and granularity choices. The ``features.v1`` file lists the key dimensions only: one
+``double`` dimension per stored feature of :data:`events.catalog.VIEWS` is appended when the
+spec is loaded, so a catalogue change reaches Druid without editing JSON.
+
+A ``topic_prefix`` isolates tests and tenants: it prefixes the Kafka topic (as
+:meth:`events.config.KafkaConfig.topic` does) and leaves the datasource name, which analysts'
+SQL names, alone unless ``datasource_prefix`` is given.
 
 Example:
     >>> spec = load_spec("features.v1", kafka_bootstrap="k:9092", topic_prefix="t1-")
@@ -23,12 +27,15 @@ from typing import Any
 
 import httpx
 
+from events.catalog import VIEWS
 from infra.druid.errors import SupervisorError
 
 SPEC_DIR = Path(__file__).resolve().parent / "supervisors"
 SUPERVISED_TOPICS: tuple[str, ...] = ("features.v1", "behaviour.events")
 DATASOURCES = {"features.v1": "features_v1", "behaviour.events": "behaviour_events"}
 _SUPERVISOR_API = "/druid/indexer/v1/supervisor"
+STORED_FEATURES: tuple[str, ...] = tuple(name for _, names in VIEWS.values() for name in names)
+"""Features carried by ``features.v1`` rows (derived ratios are computed by readers, not stored)."""
 
 
 @cache
@@ -38,6 +45,10 @@ def _raw_spec(topic: str) -> dict[str, Any]:
         msg = f"no supervisor spec for topic {topic!r} at {path}; known: {list(SUPERVISED_TOPICS)}"
         raise SupervisorError(msg)
     spec: dict[str, Any] = json.loads(path.read_text())
+    if topic == "features.v1":
+        dims = spec["spec"]["dataSchema"]["dimensionsSpec"]["dimensions"]
+        listed = {d if isinstance(d, str) else d["name"] for d in dims}
+        dims.extend({"type": "double", "name": name} for name in STORED_FEATURES if name not in listed)
     return spec
 
 
