@@ -27,7 +27,7 @@ from events.catalog import VIEWS
 from events.config import KafkaConfig
 from events.models import BookingEvent, SearchEvent, ViewEvent, dumps
 from features.analytics import QueryFailed, query
-from features.backfill import backfill, offline_rows
+from features.backfill import Entity, backfill, offline_rows
 from infra import druid_stack
 from infra.config import StackConfig
 from infra.druid.config import DruidPorts, DruidSettings
@@ -124,14 +124,15 @@ def ingested(
 ) -> Iterator[dict[str, object]]:
     rows = _feature_rows()
     events = _behaviour_events()
-    admin = AdminClient(kafka.client_conf())
+    conf: dict[str, str | int | float | bool] = {**kafka.client_conf()}
+    admin = AdminClient(conf)
     topics = [
         NewTopic(kafka.topic(name), num_partitions=2, replication_factor=1)
         for name in ("features.v1", "behaviour.events")
     ]
     for future in admin.create_topics(topics).values():
         future.result(timeout=30)
-    producer = Producer(kafka.client_conf())
+    producer = Producer(conf)
     for row in rows:
         producer.produce(kafka.topic("features.v1"), json.dumps(row).encode(), key=str(row["hotel_id"]))
     for raw in events:
@@ -225,7 +226,7 @@ def test_auto_engine_falls_back_to_duckdb_when_druid_is_unreachable(ingested: di
 
 def test_backfill_from_druid_equals_the_offline_rows(ingested: dict[str, object]) -> None:
     start, end = T0 + timedelta(hours=6), T0 + timedelta(days=1, hours=3)
-    entities = ["h2", ("h3", "dlx"), ("h4", "std", "2026-04-02")]
+    entities: list[Entity] = ["h2", ("h3", "dlx"), ("h4", "std", "2026-04-02")]
     from_druid = backfill(entities, start, end, druid_url=str(ingested["url"]))
     from_offline = offline_rows(entities, start, end, offline_root=Path(str(ingested["offline"])))
     # h2: 2 rooms x 2 stays x 2 views; h3/dlx: 2 stays x 2 views; h4/std/2026-04-02: 2 views -> 14 series.
