@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,9 @@ from pricing.training import load_boosters, train_bundle
 from pricing.vectorize import frame_matrix
 
 
-def rows_per_second(peers: dict[str, Callable[[], object]], rows: int, *, calls: int, repeats: int) -> dict[str, float]:
+def rows_per_second(
+    peers: Mapping[str, Callable[[], object]], rows: int, *, calls: int, repeats: int
+) -> dict[str, float]:
     """Rows/s per peer: best of ``repeats`` CPU-time runs of ``calls`` calls, peers interleaved.
 
     CPU time (not wall time) and interleaving keep the comparison fair on a
@@ -61,8 +64,8 @@ def bench_tier(bundle: Path, label: str, repeats: int) -> dict[str, float]:
     if len(boosters) > 1:
         peers["onnx per member"] = lambda a: [m.predict(a) for m in per_member]
     out: dict[str, float] = {}
-    singles = rows_per_second({k: (lambda fn=fn: fn(one)) for k, fn in peers.items()}, 1, calls=300, repeats=repeats)
-    batches = rows_per_second({k: (lambda fn=fn: fn(x)) for k, fn in peers.items()}, 1000, calls=5, repeats=repeats)
+    singles = rows_per_second({k: partial(fn, one) for k, fn in peers.items()}, 1, calls=300, repeats=repeats)
+    batches = rows_per_second({k: partial(fn, x) for k, fn in peers.items()}, 1000, calls=5, repeats=repeats)
     for name in peers:
         out[f"{name} 1"] = singles[name]
         out[f"{name} 1000"] = batches[name]

@@ -102,16 +102,9 @@ def merge_members(models: Sequence[onnx.ModelProto], *, n_features: int) -> onnx
         merged["target_treeids"] += [t + offset for t in attrs["class_treeids"]]
         merged["target_weights"] += list(attrs["class_weights"])
         offset = max(merged["nodes_treeids"]) + 1
-    trees = helper.make_node(
-        "TreeEnsembleRegressor",
-        [INPUT_NAME],
-        ["log_odds"],
-        domain="ai.onnx.ml",
-        n_targets=len(models),
-        aggregate_function="SUM",
-        post_transform="NONE",
-        **merged,
-    )
+    attributes: dict[str, Any] = {"n_targets": len(models), "aggregate_function": "SUM", "post_transform": "NONE"}
+    trees = helper.make_node("TreeEnsembleRegressor", [INPUT_NAME], ["log_odds"], domain="ai.onnx.ml")
+    trees.attribute.extend(helper.make_attribute(key, value) for key, value in {**attributes, **merged}.items())
     graph = helper.make_graph(
         [trees, helper.make_node("Sigmoid", ["log_odds"], [OUTPUT_NAME])],
         "pricestream_demand",

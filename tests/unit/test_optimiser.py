@@ -39,6 +39,7 @@ def test_grid_search_finds_known_optimum_within_one_step(elasticity: float, log_
     floor, ceiling = 40.0, 800.0
     best = optimise(logistic(intercept, elasticity), floor=floor, ceiling=ceiling, grid_size=grid_size)
     assert abs(best.price - truth) <= local_step(price_grid(floor, ceiling, grid_size), truth) + 1e-9
+    assert best.booking_prob is not None
     assert best.expected_revenue == pytest.approx(best.price * best.booking_prob)
     assert not best.fallback and best.uncertainty == 0.0
 

@@ -73,7 +73,7 @@ def test_grid_sizes(light: LightPricer, heavy: HeavyPricer, typical: dict[str, f
     assert len(light.quote(req(), typical, floor=60.0, ceiling=400.0).candidates) == 2 * LIGHT_GRID
     q = heavy.quote(req(), typical, floor=60.0, ceiling=400.0)
     assert len(q.candidates) == HEAVY_GRID and (q.model_name, q.model_version) == (heavy.name, heavy.version)
-    assert q.expected_revenue == pytest.approx(q.price * q.booking_prob)
+    assert q.booking_prob is not None and q.expected_revenue == pytest.approx(q.price * q.booking_prob)
 
 
 def test_heavy_uncertainty_is_positive_and_grows_off_distribution(
