@@ -31,6 +31,7 @@ from pathlib import Path
 import httpx
 
 from infra import processes
+from infra.config import StackConfig
 from infra.druid.config import (
     DRUID_VERSION,
     LOG4J2_XML,
@@ -50,6 +51,7 @@ __all__ = [
     "ServiceStatus",
     "assemble",
     "launch_plan",
+    "settings_for",
     "start",
     "status",
     "stop",
@@ -102,6 +104,26 @@ def assemble(cache_dir: Path, *, mvn: str = "mvn", on_progress: Callable[[str], 
         raise ResolveError(msg)
     marker.write_text(digest)
     return home
+
+
+def settings_for(config: StackConfig, **overrides: object) -> DruidSettings:
+    """Druid settings that live beside the rest of the local stack.
+
+    Home is ``<cache_dir>/druid-<version>`` (what :func:`assemble` fills), state is
+    ``<state_dir>/druid``; ``overrides`` set any other :class:`DruidSettings` field.
+
+    Example:
+        >>> s = settings_for(StackConfig(state_dir=Path("/tmp/ps"), cache_dir=Path("/tmp/c")), with_router=False)
+        >>> str(s.state_dir), s.home.name, s.sql_url
+        ('/tmp/ps/druid', 'druid-33.0.0', 'http://127.0.0.1:18082')
+    """
+    fields: dict[str, object] = {
+        "home": config.cache_dir / f"druid-{DRUID_VERSION}",
+        "state_dir": config.state_dir / "druid",
+        "host": config.host,
+        "java_home": config.java_home,
+    }
+    return DruidSettings.model_validate(fields | overrides)
 
 
 def launch_plan(settings: DruidSettings) -> list[tuple[Service, list[str]]]:
