@@ -26,6 +26,7 @@ from features.errors import FeatureRowError
 
 _VIEW_NAMES = sorted(VIEWS)
 _INT64_MAX = 2**63 - 1
+_MS_MAX = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z, the last instant a datetime can hold
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +95,9 @@ def parse_row(raw: bytes | str | dict[str, Any]) -> FeatureRow:
         view=view,
         room_type=room_type if "room_type" in keys else None,
         stay_date=stay_date if "stay_date" in keys else None,
-        feature_time=_int(body, "feature_time"),
+        feature_time=_int(body, "feature_time", upper=_MS_MAX),
         version=_int(body, "version"),
-        publish_time=_int(body, "publish_time"),
+        publish_time=_int(body, "publish_time", upper=_MS_MAX),
         features={n: _float(n, features.get(n)) for n in names},
     )
 
@@ -110,10 +111,10 @@ def _key(body: dict[str, Any], name: str, *, required: bool) -> str | None:
     return value
 
 
-def _int(body: dict[str, Any], name: str) -> int:
+def _int(body: dict[str, Any], name: str, *, upper: int = _INT64_MAX) -> int:
     value = body.get(name)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _INT64_MAX:
-        raise FeatureRowError(field=name, value=value, expected="an integer in [0, 2**63)")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= upper:
+        raise FeatureRowError(field=name, value=value, expected=f"an integer in [0, {upper}]")
     return value
 
 
