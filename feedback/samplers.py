@@ -241,12 +241,43 @@ class RandomSampler(Sampler):
 
 
 class UncertaintySampler(Sampler):
-    """Prefers predictions close to 0.5: ``1 - |2p - 1|`` (unknown ``p`` counts as 1)."""
+    """Prefers predictions close to 0.5 (unknown ``p`` counts as fully uncertain).
+
+    Measures, each 1 at ``p = 0.5`` and 0 at ``p`` in {0, 1}:
+
+    * ``"std"`` (default): ``2 * sqrt(p (1 - p))``, the label's standard deviation.
+      The log-loss gradient of an example scales with ``|y - p|``, whose expected
+      size is this, so selecting in proportion to it is the variance-minimising
+      importance sampling; it also decays slowly enough that the weights of the
+      rare confident examples that do get picked stay moderate;
+    * ``"linear"``: ``1 - |2p - 1|``, the classic closeness to 0.5;
+    * ``"entropy"``: the binary entropy of ``p`` in bits.
+
+    Args:
+        config: shared selection settings.
+        measure: one of the above.
+    """
 
     strategy = "uncertainty"
 
+    def __init__(
+        self, config: SamplerConfig | None = None, *, measure: Literal["std", "linear", "entropy"] = "std"
+    ) -> None:
+        super().__init__(config)
+        require(measure in ("std", "linear", "entropy"), "measure", measure, "'std', 'linear' or 'entropy'")
+        self.measure = measure
+
     def informativeness(self, candidate: Candidate) -> float:
-        return 1.0 if candidate.prob is None else _uncertainty(candidate.prob)
+        p = candidate.prob
+        if p is None:
+            return 1.0
+        if self.measure == "linear":
+            return _uncertainty(p)
+        if self.measure == "std":
+            return 2.0 * math.sqrt(max(p * (1.0 - p), 0.0))
+        if p <= 0.0 or p >= 1.0:
+            return 0.0
+        return -(p * math.log2(p) + (1.0 - p) * math.log2(1.0 - p))
 
 
 class MarginSampler(Sampler):

@@ -28,12 +28,13 @@ def pool(n: int, *, seed: int = 0, minutes: int = 0) -> list[Candidate]:
 
 def mixed_pool() -> list[Candidate]:
     uncertain = [Candidate(key=f"u{i}", event_time=T0, prob=0.45 + 0.001 * i) for i in range(100)]
-    certain = [Candidate(key=f"c{i}", event_time=T0, prob=0.01 if i % 2 else 0.99) for i in range(100)]
+    certain = [Candidate(key=f"c{i}", event_time=T0, prob=0.001 if i % 2 else 0.999) for i in range(100)]
     return uncertain + certain
 
 
-def test_batch_prefers_uncertain_and_meets_budget_exactly() -> None:
-    sampler = UncertaintySampler(SamplerConfig(budget_per_period=20, seed=3))
+@pytest.mark.parametrize("measure", ["std", "linear", "entropy"])
+def test_batch_prefers_uncertain_and_meets_budget_exactly(measure) -> None:
+    sampler = UncertaintySampler(SamplerConfig(budget_per_period=20, seed=3), measure=measure)
     chosen = sampler.select(mixed_pool())
     assert len(chosen) == 20
     assert sum(s.candidate.key.startswith("u") for s in chosen) >= 16
@@ -83,6 +84,17 @@ def test_same_seed_same_selection() -> None:
     a = [s.candidate.key for s in UncertaintySampler(SamplerConfig(seed=9, budget_per_period=10)).select(pool(100))]
     b = [s.candidate.key for s in UncertaintySampler(SamplerConfig(seed=9, budget_per_period=10)).select(pool(100))]
     assert a == b and len(a) == 10
+
+
+def test_uncertainty_measures() -> None:
+    half, edge = Candidate(key="a", event_time=T0, prob=0.5), Candidate(key="b", event_time=T0, prob=0.1)
+    assert [UncertaintySampler(measure=m).informativeness(half) for m in ("std", "linear", "entropy")] == [1, 1, 1]
+    assert UncertaintySampler(measure="std").informativeness(edge) == pytest.approx(0.6)
+    assert UncertaintySampler(measure="linear").informativeness(edge) == pytest.approx(0.2)
+    assert UncertaintySampler(measure="entropy").informativeness(edge) == pytest.approx(0.469, abs=1e-3)
+    assert UncertaintySampler().informativeness(Candidate(key="c", event_time=T0)) == 1.0
+    with pytest.raises(FeedbackConfigError, match="measure"):
+        UncertaintySampler(measure="gini")  # type: ignore[arg-type]
 
 
 def test_margin_uses_revenue_gap() -> None:
