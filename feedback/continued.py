@@ -16,9 +16,12 @@ the result says why it was rejected.
 
 Models are native boosters (one, or several members averaged, like a heavy
 bundle), or a bundle directory with ``meta.json`` listing ``boosters`` and
-``columns`` (the layout of :func:`pricing.training.train_bundle`). To turn an
-accepted update into an ONNX bundle, pass ``on_accept``; it receives the
-:class:`UpdateResult` (its ``train_frame`` is what the winner was fitted on).
+``columns`` (the layout of :func:`pricing.training.train_bundle`). Candidates
+are fitted here with LightGBM by default; pass ``trainer`` (for instance
+:func:`bundle_trainer`, which calls ``pricing.training.train_bundle``) to have
+each candidate written as an ONNX bundle, so that the bundle that passes the
+guard is exactly the one that was validated (``UpdateResult.bundle_dir``).
+``on_accept`` receives an accepted :class:`UpdateResult`.
 
 Example:
     >>> import numpy as np, pandas as pd, lightgbm as lgb
@@ -53,6 +56,9 @@ from feedback.errors import TrainingError, require
 _EPS = 1e-7  # probability clip for log-loss: a confident miss costs ~16 nats, not infinity
 
 Current = lgb.Booster | Sequence[lgb.Booster] | str | Path
+CandidateKind = Literal["continued", "retrain"]
+Trainer = Callable[[pd.DataFrame, CandidateKind], "Sequence[lgb.Booster] | str | Path"]
+"""``trainer(frame, kind)`` fits one candidate; returns boosters or a bundle directory."""
 
 
 class GuardConfig(BaseModel):
@@ -84,6 +90,7 @@ class UpdateResult:
     metrics: dict[str, float]
     reason: str
     train_frame: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    bundle_dir: Path | None = None
 
     @property
     def booster(self) -> lgb.Booster:
@@ -117,12 +124,13 @@ def guarded_update(
     seed: int = 0,
     config: GuardConfig | None = None,
     columns: Sequence[str] | None = None,
+    trainer: Trainer | None = None,
     on_accept: Callable[[UpdateResult], Any] | None = None,
 ) -> UpdateResult:
     """Continue and retrain the current model; keep the better candidate only if not worse.
 
     Raises:
-        TrainingError: missing columns, or too few validation rows.
+        TrainingError: missing columns, too few validation rows, or a trainer that failed.
     """
     cfg = config or GuardConfig()
     require(0.0 < validation_fraction < 1.0, "validation_fraction", validation_fraction, "a fraction in (0, 1)")
@@ -132,15 +140,17 @@ def guarded_update(
     new_train, snap_train, val = _split(new_examples, snapshot_frame, validation_fraction, cfg)
     x_val, y_val, w_val = _xyw(val, cols, cfg)
     scores = {"current": log_loss(y_val, predict(members, x_val), w_val)}
-    candidates: dict[str, tuple[list[lgb.Booster], pd.DataFrame]] = {}
-    if len(new_train):
-        x, y, w = _xyw(new_train, cols, cfg)
-        cont = [_fit(cfg, x, y, w, seed + i, cfg.continued_rounds, init=m) for i, m in enumerate(members)]
-        candidates["continued"] = (cont, new_train)
     both = pd.concat([snap_train, new_train], ignore_index=True)
-    x, y, w = _xyw(both, cols, cfg)
-    candidates["retrain"] = ([_fit(cfg, x, y, w, seed + i, cfg.retrain_rounds) for i in range(len(members))], both)
-    for name, (cand, _) in candidates.items():
+    plan: list[tuple[CandidateKind, pd.DataFrame]] = [("continued", new_train)] if len(new_train) else []
+    plan.append(("retrain", both))
+    candidates: dict[str, tuple[list[lgb.Booster], pd.DataFrame, Path | None]] = {}
+    for kind, frame in plan:
+        if trainer is None:
+            candidates[kind] = (_native(kind, frame, members, cols, cfg, seed), frame, None)
+        else:
+            fitted, bundle = _external(trainer, kind, frame, cols)
+            candidates[kind] = (fitted, frame, bundle)
+    for name, (cand, _, _) in candidates.items():
         scores[name] = log_loss(y_val, predict(cand, x_val), w_val)
     metrics = {f"logloss_{k}": v for k, v in scores.items()}
     metrics.update(n_validation=float(len(val)), n_new=float(len(new_train)), n_snapshot_train=float(len(snap_train)))
@@ -152,12 +162,63 @@ def guarded_update(
             f" + tolerance {cfg.tolerance}"
         )
         return UpdateResult(False, None, list(members), cols, metrics, reason)
-    chosen: Literal["continued", "retrain"] = "continued" if best == "continued" else "retrain"
+    chosen: CandidateKind = "continued" if best == "continued" else "retrain"
     reason = f"accepted {best!r}: log-loss {scores[best]:.4f} vs current {scores['current']:.4f}"
-    result = UpdateResult(True, chosen, candidates[best][0], cols, metrics, reason, candidates[best][1])
+    fitted, frame, bundle = candidates[best]
+    result = UpdateResult(True, chosen, fitted, cols, metrics, reason, frame, bundle)
     if on_accept is not None:
         on_accept(result)
     return result
+
+
+def bundle_trainer(
+    current_bundle: str | Path, work_dir: str | Path, *, tier: Literal["light", "heavy"], seed: int = 0
+) -> Trainer:
+    """A ``trainer`` that writes each candidate as an ONNX bundle with ``pricing.training.train_bundle``.
+
+    ``continued`` continues ``current_bundle`` (``init_model``); ``retrain`` starts afresh.
+    Bundles go to ``work_dir/<kind>``; the frames need the tier's model columns and ``booked``.
+    """
+
+    from pricing.errors import PricingError  # the pricing package owns bundle layout and ONNX export
+    from pricing.training import train_bundle
+
+    def train(frame: pd.DataFrame, kind: CandidateKind) -> Path:
+        init = current_bundle if kind == "continued" else None
+        try:
+            return train_bundle(frame, Path(work_dir) / kind, tier=tier, seed=seed, init_model=init).path
+        except PricingError as exc:
+            msg = f"train_bundle failed on the {kind!r} candidate ({len(frame)} rows): {exc}"
+            raise TrainingError(msg) from exc
+
+    return train
+
+
+def _native(
+    kind: CandidateKind,
+    frame: pd.DataFrame,
+    members: Sequence[lgb.Booster],
+    cols: Sequence[str],
+    cfg: GuardConfig,
+    seed: int,
+) -> list[lgb.Booster]:
+    x, y, w = _xyw(frame, cols, cfg)
+    if kind == "continued":
+        return [_fit(cfg, x, y, w, seed + i, cfg.continued_rounds, init=m) for i, m in enumerate(members)]
+    return [_fit(cfg, x, y, w, seed + i, cfg.retrain_rounds) for i in range(len(members))]
+
+
+def _external(
+    trainer: Trainer, kind: CandidateKind, frame: pd.DataFrame, cols: Sequence[str]
+) -> tuple[list[lgb.Booster], Path | None]:
+    out = trainer(frame, kind)
+    if isinstance(out, str | Path):
+        fitted, bundle_cols = _resolve(out, None)
+        if tuple(bundle_cols) != tuple(cols):
+            msg = f"trainer's {kind!r} bundle has columns {list(bundle_cols)}, expected {list(cols)}"
+            raise TrainingError(msg)
+        return fitted, Path(out)
+    return list(out), None
 
 
 def _resolve(current: Current, columns: Sequence[str] | None) -> tuple[list[lgb.Booster], tuple[str, ...]]:

@@ -89,3 +89,30 @@ def test_bad_inputs(setting) -> None:
         guarded_update(current, frame(10, start="2026-01-07", seed=2), snapshot.iloc[:100], validation_fraction=0.1)
     with pytest.raises(TrainingError, match="meta.json"):
         guarded_update("/nonexistent/bundle", snapshot, snapshot)
+
+
+def test_bundle_trainer_validates_the_bundle_it_writes(tmp_path: Path) -> None:
+    from pricing.training import DemandModelConfig, train_bundle
+    from pricing.vectorize import LIGHT_COLUMNS
+
+    from feedback.continued import bundle_trainer
+    from feedback.registry import ModelRegistry
+
+    def offers(n: int, seed: int, start: str, shift: float) -> pd.DataFrame:
+        rng = np.random.default_rng(seed)
+        out = pd.DataFrame(rng.uniform(0, 1, size=(n, len(LIGHT_COLUMNS))), columns=list(LIGHT_COLUMNS))
+        out["price"] = rng.uniform(50, 300, n)
+        out["booked"] = (rng.random(n) < 1 / (1 + np.exp((out["price"] - 150 - shift) / 30))).astype(int)
+        out["event_time"] = pd.date_range(start, periods=n, freq="min", tz="UTC")
+        return out
+
+    current = train_bundle(offers(600, 0, "2026-01-01", 0.0), tmp_path / "cur", tier="light",
+                           config=DemandModelConfig(num_trees=10)).path
+    trainer = bundle_trainer(current, tmp_path / "work", tier="light")
+    res = guarded_update(current, offers(600, 1, "2026-01-03", 60.0), offers(800, 2, "2026-01-02", 60.0),
+                         trainer=trainer, seed=0)
+    assert res.accepted and res.bundle_dir == tmp_path / "work" / res.chosen
+    assert (res.bundle_dir / "model.onnx").exists() and res.columns == LIGHT_COLUMNS
+    reg = ModelRegistry(tmp_path / "registry")
+    version = reg.register(res.bundle_dir, tier="light", metrics=res.metrics)
+    assert reg.promote(version).path.joinpath("model.onnx").read_bytes() == (res.bundle_dir / "model.onnx").read_bytes()
