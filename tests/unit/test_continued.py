@@ -8,8 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from feedback.continued import GuardConfig, guarded_update, log_loss, predict
+from feedback.continued import GuardConfig, bundle_trainer, guarded_update, log_loss, predict
 from feedback.errors import TrainingError
+from feedback.registry import ModelRegistry
+from pricing.models import DemandModelConfig
+from pricing.training import train_bundle
+from pricing.vectorize import LIGHT_COLUMNS
 
 COLS = ["x1", "x2", "x3"]
 PARAMS = {"objective": "binary", "verbose": -1, "num_leaves": 15, "seed": 0, "num_threads": 1}
@@ -92,12 +96,6 @@ def test_bad_inputs(setting) -> None:
 
 
 def test_bundle_trainer_validates_the_bundle_it_writes(tmp_path: Path) -> None:
-    from pricing.training import DemandModelConfig, train_bundle
-    from pricing.vectorize import LIGHT_COLUMNS
-
-    from feedback.continued import bundle_trainer
-    from feedback.registry import ModelRegistry
-
     def offers(n: int, seed: int, start: str, shift: float) -> pd.DataFrame:
         rng = np.random.default_rng(seed)
         out = pd.DataFrame(rng.uniform(0, 1, size=(n, len(LIGHT_COLUMNS))), columns=list(LIGHT_COLUMNS))
@@ -106,11 +104,11 @@ def test_bundle_trainer_validates_the_bundle_it_writes(tmp_path: Path) -> None:
         out["event_time"] = pd.date_range(start, periods=n, freq="min", tz="UTC")
         return out
 
-    current = train_bundle(offers(600, 0, "2026-01-01", 0.0), tmp_path / "cur", tier="light",
-                           config=DemandModelConfig(num_trees=10)).path
+    old = offers(600, 0, "2026-01-01", 0.0)
+    current = train_bundle(old, tmp_path / "cur", tier="light", config=DemandModelConfig(num_trees=10)).path
     trainer = bundle_trainer(current, tmp_path / "work", tier="light")
-    res = guarded_update(current, offers(600, 1, "2026-01-03", 60.0), offers(800, 2, "2026-01-02", 60.0),
-                         trainer=trainer, seed=0)
+    new, snapshot = offers(600, 1, "2026-01-03", 60.0), offers(800, 2, "2026-01-02", 60.0)
+    res = guarded_update(current, new, snapshot, trainer=trainer, seed=0)
     assert res.accepted and res.bundle_dir == tmp_path / "work" / res.chosen
     assert (res.bundle_dir / "model.onnx").exists() and res.columns == LIGHT_COLUMNS
     reg = ModelRegistry(tmp_path / "registry")
