@@ -22,7 +22,7 @@ Example:
     >>> ck = Checkpoints(tempfile.mkdtemp())
     >>> _ = ck.save(1, {"t:0": 5}, {"n": 1}); _ = ck.save(2, {"t:0": 9}, {"n": 2})
     >>> ck.restore({"t:0": 5}), ck.restore({"t:0": 9}), ck.restore({})
-    ({'n': 1}, {'n': 2}, None)
+    ({'n': 1, '_seq': 1}, {'n': 2, '_seq': 2}, None)
 """
 
 from __future__ import annotations

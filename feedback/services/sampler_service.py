@@ -1,0 +1,291 @@
+"""Sampler service: ``feedback.labels`` -> committee scoring -> active sampling -> ``training.examples``.
+
+Each label is scored by a committee (the registry's current light and heavy
+bundles through :func:`pricing.tiers.load_pricer`, plus the river online model
+that the trainer saves), offered to an active-learning sampler from
+:mod:`feedback.samplers`, and, if selected, produced as a
+:class:`~events.models.TrainingExample` with its importance weight ``1 / q``.
+Examples and the consumed offsets commit in one transaction, so a crash in the
+middle of a batch leaves neither duplicates nor gaps.
+
+The draw is a pure function of ``(seed, decision_id)``: a replay after a crash
+selects the same examples, and all revisions of one decision share one draw
+(a revision is kept when its own ``q`` clears it). Two things can still change a
+replay's choice, and both are reported: a model reload between the crash and
+the replay (committee opinions move), and a binding ``budget_per_period`` (its
+counters are checkpointed, but which records of a period come first depends on
+how partitions interleave). With fixed models and a budget that does not bind,
+the selection is exactly reproducible.
+
+Example:
+    >>> draw(0, "5b0c1b0e-6c1a-4f57-9f0a-3d7f1c2b9a10") == draw(0, "5b0c1b0e-6c1a-4f57-9f0a-3d7f1c2b9a10")
+    True
+    >>> 0.0 <= draw(1, "x") < 1.0
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from confluent_kafka import Message
+from pydantic import BaseModel, ConfigDict, Field
+
+from events.config import KafkaConfig
+from events.errors import EventValidationError
+from events.models import OutcomeLabel, dumps, parse_event
+from feedback.online import OnlineDemandModel
+from feedback.registry import ModelRegistry
+from feedback.samplers import (
+    Candidate,
+    CommitteeSampler,
+    MarginSampler,
+    RandomSampler,
+    Sampler,
+    SamplerConfig,
+    Selected,
+    UncertaintySampler,
+)
+from feedback.services.kafka_io import TransactionalStage
+from pricing.tiers import HeavyPricer, LightPricer, load_pricer
+
+LABELS = "feedback.labels"
+EXAMPLES = "training.examples"
+_EXAMPLE_NAMESPACE = uuid.UUID("0f4a5c1e-2b7d-4e83-9a61-7c3e8d2f1b40")
+Strategy = Literal["committee", "uncertainty", "margin", "random"]
+
+
+class SamplerServiceConfig(BaseModel):
+    """Settings of the sampler service."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kafka: KafkaConfig = KafkaConfig()
+    checkpoint_dir: Path
+    registry_root: Path | None = Field(default=None, description="current light/heavy bundles join the committee")
+    online_model_path: Path | None = Field(default=None, description="the trainer's saved river model")
+    group_id: str = "feedback-sampler"
+    transactional_id: str = Field(default="feedback-sampler-0", description="stable per instance")
+    strategy: Strategy = "committee"
+    sampler: SamplerConfig = SamplerConfig()
+    max_batch: int = Field(default=500, ge=1)
+    poll_timeout_s: float = Field(default=0.5, gt=0.0)
+
+
+@dataclass
+class SamplerBatchStats:
+    """What one :meth:`SamplerService.process_batch` did."""
+
+    consumed: int = 0
+    selected: int = 0
+    budget_dropped: int = 0
+    dead_lettered: int = 0
+    sum_weights: float = 0.0
+
+
+@dataclass
+class SamplerRunStats:
+    """Totals of a :func:`run`."""
+
+    batches: int = 0
+    consumed: int = 0
+    selected: int = 0
+    dead_lettered: int = 0
+    elapsed_s: float = 0.0
+    restored_seq: int | None = None
+    models: dict[str, str | None] = field(default_factory=dict)
+
+
+def draw(seed: int, decision_id: str) -> float:
+    """A uniform number in ``[0, 1)`` fixed by ``(seed, decision_id)``."""
+    digest = hashlib.sha256(f"{seed}:{decision_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64
+
+
+class Committee:
+    """Booking probabilities of a label from every available model (light, heavy, online).
+
+    Models reload when the registry's ``generation`` or the online model file changes.
+
+    Args:
+        registry_root: model registry directory, or ``None``.
+        online_model_path: pickled :class:`~feedback.online.OnlineDemandModel`, or ``None``.
+    """
+
+    def __init__(self, *, registry_root: Path | None, online_model_path: Path | None) -> None:
+        self._registry = None if registry_root is None else ModelRegistry(registry_root)
+        self._online_path = online_model_path
+        self._generation = -1
+        self._online_mtime: float | None = None
+        self.pricers: dict[str, LightPricer | HeavyPricer] = {}
+        self.online: OnlineDemandModel | None = None
+
+    @property
+    def versions(self) -> dict[str, str | None]:
+        out: dict[str, str | None] = {tier: p.version for tier, p in self.pricers.items()}
+        out["online"] = None if self.online is None else f"online-n{self.online.n_seen}"
+        return out
+
+    def refresh(self) -> None:
+        """Reload what changed since the last call."""
+        if self._registry is not None and self._registry.generation != self._generation:
+            self._generation = self._registry.generation
+            self.pricers = {}
+            for tier in ("light", "heavy"):
+                entry = self._registry.current(tier)
+                if entry is not None:
+                    self.pricers[tier] = load_pricer(entry.path)
+        path = self._online_path
+        if path is not None and path.exists() and path.stat().st_mtime != self._online_mtime:
+            self._online_mtime = path.stat().st_mtime
+            self.online = OnlineDemandModel.load(path)
+
+    def opinions(self, labels: Sequence[OutcomeLabel]) -> list[tuple[float, ...]]:
+        """One tuple of probabilities per label (batched per tier model)."""
+        columns: list[np.ndarray] = []
+        for pricer in self.pricers.values():
+            cols = pricer.meta["columns"]
+            x = np.array(
+                [[lab.price] + [_num(lab.features.get(c)) for c in cols[1:]] for lab in labels], dtype=np.float32
+            )
+            columns.append(np.asarray(pricer.predict(x), dtype=float).mean(axis=1))
+        if self.online is not None:
+            online = self.online
+            columns.append(np.array([online.predict_proba_one({**lab.features, "price": lab.price}) for lab in labels]))
+        if not columns:
+            return [() for _ in labels]
+        stacked = np.column_stack(columns)
+        return [tuple(float(v) for v in row) for row in stacked]
+
+
+def _num(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+def make_sampler(strategy: Strategy, config: SamplerConfig) -> Sampler:
+    """The :mod:`feedback.samplers` class for ``strategy``."""
+    kinds: dict[str, type[Sampler]] = {
+        "committee": CommitteeSampler,
+        "uncertainty": UncertaintySampler,
+        "margin": MarginSampler,
+        "random": RandomSampler,
+    }
+    return kinds[strategy](config)
+
+
+class SamplerService(TransactionalStage):
+    """Active sampling of labels as a Kafka consume-transform-produce stage.
+
+    Args:
+        config: settings; a restart with the same ids and ``checkpoint_dir`` resumes exactly once.
+    """
+
+    def __init__(self, config: SamplerServiceConfig) -> None:
+        self.config = config
+        self.sampler = make_sampler(config.strategy, config.sampler)
+        self.committee = Committee(registry_root=config.registry_root, online_model_path=config.online_model_path)
+        self._used: dict[int, int] = {}
+        super().__init__(
+            config.kafka,
+            inputs=(LABELS,),
+            group_id=config.group_id,
+            transactional_id=config.transactional_id,
+            checkpoint_dir=config.checkpoint_dir,
+        )
+        self._batch = SamplerBatchStats()
+
+    def process_batch(self, *, before_commit: Any = None) -> SamplerBatchStats:
+        """Poll, score, sample and commit one batch (examples and offsets in one transaction)."""
+        self._batch = SamplerBatchStats()
+        self.committee.refresh()
+        self.step(max_records=self.config.max_batch, timeout_s=self.config.poll_timeout_s, before_commit=before_commit)
+        return self._batch
+
+    def decide(self, label: OutcomeLabel, opinions: tuple[float, ...]) -> Selected | None:
+        """Select (or not) one label: deterministic draw, then the per-period budget."""
+        cand = Candidate.from_label(label, committee=opinions)
+        q = self.sampler.selection_prob(cand)
+        if draw(self.config.sampler.seed, str(label.decision_id)) >= q:
+            return None
+        budget = self.config.sampler.budget_per_period
+        bucket = math.floor(label.event_time.timestamp() / self.config.sampler.period.total_seconds())
+        if budget is not None and self._used.get(bucket, 0) >= budget:
+            self._batch.budget_dropped += 1
+            return None
+        self._used[bucket] = self._used.get(bucket, 0) + 1
+        for old in [b for b in self._used if b < bucket - 1]:
+            del self._used[old]  # bounded: the current and the previous period only
+        return Selected(cand, 1.0 / q, q, self.sampler.informativeness(cand), self.sampler.strategy)
+
+    # ------------------------------------------------------------------ transform
+    def _transform(self, msgs: list[Message]) -> int:
+        self._batch.consumed = len(msgs)
+        labels: list[OutcomeLabel] = []
+        for msg in msgs:
+            try:
+                event = parse_event(msg.value() or b"")
+                if not isinstance(event, OutcomeLabel):
+                    field_name = "event_type"
+                    raise EventValidationError(field_name, getattr(event, "event_type", None), "'label'")
+            except EventValidationError as exc:
+                self.writer.dead_letter(LABELS, msg, exc)
+                self._batch.dead_lettered += 1
+                continue
+            labels.append(event)
+        for label, opinions in zip(labels, self.committee.opinions(labels), strict=True):
+            chosen = self.decide(label, opinions)
+            if chosen is None:
+                continue
+            example = chosen.to_training_example()
+            example = example.model_copy(
+                update={"event_id": uuid.uuid5(_EXAMPLE_NAMESPACE, f"{label.decision_id}:{label.revision}")}
+            )
+            self.writer.produce(EXAMPLES, example.key.encode(), dumps(example))
+            self._batch.selected += 1
+            self._batch.sum_weights += chosen.weight
+        return self._batch.selected + self._batch.dead_lettered
+
+    # ------------------------------------------------------------------ state
+    def _state(self) -> dict[str, Any]:
+        return {"used": {str(k): v for k, v in self._used.items()}}
+
+    def _load_state(self, state: dict[str, Any]) -> None:
+        self._used = {int(k): int(v) for k, v in state["used"].items()}
+
+
+def run(
+    config: SamplerServiceConfig,
+    *,
+    stop_event: threading.Event | None = None,
+    max_idle_s: float | None = None,
+) -> SamplerRunStats:
+    """Run the sampler until ``stop_event`` is set or ``feedback.labels`` was idle for ``max_idle_s``."""
+    service = SamplerService(config)
+    out = SamplerRunStats(restored_seq=service.restored_seq)
+    start = idle_since = time.perf_counter()
+    try:
+        while stop_event is None or not stop_event.is_set():
+            batch = service.process_batch()
+            now = time.perf_counter()
+            if batch.consumed:
+                idle_since = now
+                out.batches += 1
+                out.consumed += batch.consumed
+                out.selected += batch.selected
+                out.dead_lettered += batch.dead_lettered
+            elif max_idle_s is not None and now - idle_since >= max_idle_s:
+                break
+        out.elapsed_s = idle_since - start
+        out.models = service.committee.versions
+    finally:
+        service.close()
+    return out
