@@ -1,0 +1,298 @@
+"""Offline writer: ``features.v1`` rows appended to date-partitioned parquet, in two layouts.
+
+* ``<root>/features_v1/date=YYYY-MM-DD/part-<id>.parquet``: every row, every view, one column per
+  stored catalogue feature (null when the row's view does not hold it). Analysts (DuckDB, Druid
+  backfill) read this.
+* ``<root>/feast/<view>/date=YYYY-MM-DD/part-<id>.parquet``: one directory per view with the
+  view's key columns, ``event_timestamp`` (= ``feature_time``), ``version_time`` (``version`` as
+  nanoseconds, see :mod:`features.store`), ``version`` and the view's features. Feast's file
+  offline store reads these (:func:`features.store.feature_views`).
+* ``<root>/_manifests/part-<id>.json``: the files of one flush, their row count and the Kafka
+  offsets they hold (snapshot provenance).
+
+The date partition is the UTC date of ``feature_time``. Files are never rewritten.
+
+Example:
+    >>> import tempfile
+    >>> from features.rows import parse_row
+    >>> row = parse_row({"hotel_id": "h1", "view": "stay_14d", "room_type": "std", "stay_date": "2026-12-24",
+    ...                  "feature_time": 1764460800000, "version": 1, "publish_time": 1764460800001,
+    ...                  "features": {"bookings_14d": 4.0}})
+    >>> written = OfflineWriter(tempfile.mkdtemp()).write_rows([row])
+    >>> sorted(p.relative_to(written.root).as_posix() for p in written.files)[1]
+    'features_v1/date=2025-11-30/part-....parquet'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from confluent_kafka import Consumer as _KafkaConsumer
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from events.catalog import VIEWS
+from events.consumer import dlq_headers
+from events.producer import Producer
+from features.config import FeaturesConfig
+from features.errors import FeatureRowError
+from features.rows import FeatureRow, parse_row
+from features.store import CREATED_FIELD, TIMESTAMP_FIELD, view_path
+
+STORED_FEATURES: tuple[str, ...] = tuple(name for _, names in VIEWS.values() for name in names)
+DATASET = "features_v1"
+MANIFESTS = "_manifests"
+
+_TS_MS = pa.timestamp("ms", tz="UTC")
+FEATURES_V1_SCHEMA = pa.schema(
+    [
+        ("hotel_id", pa.string()),
+        ("view", pa.string()),
+        ("room_type", pa.string()),
+        ("stay_date", pa.string()),
+        ("feature_time", _TS_MS),
+        ("version", pa.int64()),
+        ("publish_time", _TS_MS),
+        *[(name, pa.float64()) for name in STORED_FEATURES],
+    ]
+)
+
+
+def view_schema(view: str) -> pa.Schema:
+    """Schema of the Feast-readable parquet of one view."""
+    keys, names = VIEWS[view]
+    return pa.schema(
+        [
+            *[(k, pa.string()) for k in keys],
+            (TIMESTAMP_FIELD, pa.timestamp("us", tz="UTC")),
+            (CREATED_FIELD, pa.timestamp("ns", tz="UTC")),
+            ("version", pa.int64()),
+            *[(n, pa.float64()) for n in names],
+        ]
+    )
+
+
+OffsetRange = tuple[int, int]
+"""First and last offset (inclusive) of a partition's records in one flush."""
+
+
+@dataclass(frozen=True)
+class Written:
+    """One flush: its id, the files written and the Kafka offsets they hold."""
+
+    root: Path
+    part_id: str
+    rows: int
+    files: tuple[Path, ...]
+    offsets: Mapping[str, Mapping[int, OffsetRange]] = field(default_factory=dict)
+
+
+def _date_of(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).date().isoformat()
+
+
+def features_v1_table(rows: Sequence[FeatureRow]) -> pa.Table:
+    """All rows in the ``features_v1`` shape."""
+    cols: dict[str, list] = {name: [] for name in FEATURES_V1_SCHEMA.names}
+    for row in rows:
+        cols["hotel_id"].append(row.hotel_id)
+        cols["view"].append(row.view)
+        cols["room_type"].append(row.room_type)
+        cols["stay_date"].append(row.stay_date)
+        cols["feature_time"].append(row.feature_time)
+        cols["version"].append(row.version)
+        cols["publish_time"].append(row.publish_time)
+        for name in STORED_FEATURES:
+            cols[name].append(row.features.get(name))
+    return pa.table(cols, schema=FEATURES_V1_SCHEMA)
+
+
+def view_table(view: str, rows: Sequence[FeatureRow]) -> pa.Table:
+    """Rows of one view in the Feast shape (``rows`` must all be of ``view``)."""
+    keys, names = VIEWS[view]
+    cols: dict[str, list] = {
+        **{k: [getattr(r, k) for r in rows] for k in keys},
+        TIMESTAMP_FIELD: [r.feature_time * 1000 for r in rows],
+        CREATED_FIELD: [r.version for r in rows],
+        "version": [r.version for r in rows],
+        **{n: [r.features[n] for r in rows] for n in names},
+    }
+    return pa.table(cols, schema=view_schema(view))
+
+
+class OfflineWriter:
+    """Append feature rows to the offline store under ``root`` (the pure-ish core of :func:`run`)."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+
+    def write_rows(
+        self, rows: Sequence[FeatureRow], *, offsets: Mapping[str, Mapping[int, OffsetRange]] | None = None
+    ) -> Written:
+        """Write one flush: a part per date partition and layout, then its manifest (last, atomically)."""
+        part_id = uuid.uuid4().hex
+        files: list[Path] = []
+        by_date: dict[str, list[FeatureRow]] = {}
+        for row in rows:
+            by_date.setdefault(_date_of(row.feature_time), []).append(row)
+        for day, day_rows in sorted(by_date.items()):
+            files.append(self._write(self.root / DATASET / f"date={day}", part_id, features_v1_table(day_rows)))
+            for view in VIEWS:
+                of_view = [r for r in day_rows if r.view == view]
+                if of_view:
+                    directory = view_path(self.root, view) / f"date={day}"
+                    files.append(self._write(directory, part_id, view_table(view, of_view)))
+        written = Written(self.root, part_id, len(rows), tuple(files), dict(offsets or {}))
+        if rows:
+            self._manifest(written)
+        return written
+
+    def _write(self, directory: Path, part_id: str, table: pa.Table) -> Path:
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"part-{part_id}.parquet"
+        tmp = directory / f".part-{part_id}.tmp"  # dot files are skipped by DuckDB globs and dask
+        pq.write_table(table, tmp, compression="zstd")
+        tmp.replace(path)
+        return path
+
+    def _manifest(self, written: Written) -> None:
+        directory = self.root / MANIFESTS
+        directory.mkdir(parents=True, exist_ok=True)
+        body = {
+            "part_id": written.part_id,
+            "written_at": datetime.now(tz=UTC).isoformat(),
+            "rows": written.rows,
+            "files": [p.relative_to(self.root).as_posix() for p in written.files],
+            "offsets": [
+                {"topic": topic, "partition": part, "first": first, "last": last}
+                for topic, parts in sorted(written.offsets.items())
+                for part, (first, last) in sorted(parts.items())
+            ],
+        }
+        tmp = directory / f".part-{written.part_id}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(body, indent=1))
+        tmp.replace(directory / f"part-{written.part_id}.json")
+
+
+def read_manifests(root: Path | str) -> list[dict]:
+    """Every flush manifest under ``root``, oldest first."""
+    paths = sorted((Path(root) / MANIFESTS).glob("part-*.json"))
+    return sorted((json.loads(p.read_text()) for p in paths), key=lambda m: m["written_at"])
+
+
+def read_features_v1(root: Path | str) -> pd.DataFrame:
+    """The whole ``features_v1`` dataset as one frame (small stores, tests, snapshots)."""
+    files = sorted((Path(root) / DATASET).glob("date=*/part-*.parquet"))
+    if not files:
+        return FEATURES_V1_SCHEMA.empty_table().to_pandas()
+    return pa.concat_tables([pq.read_table(f, schema=FEATURES_V1_SCHEMA) for f in files]).to_pandas()
+
+
+@dataclass
+class OfflineRunStats:
+    polled: int = 0
+    written: int = 0
+    dead_lettered: int = 0
+    flushes: int = 0
+
+
+def run(
+    config: FeaturesConfig,
+    *,
+    max_idle_s: float | None = None,
+    stop_event: threading.Event | None = None,
+    poll_timeout_s: float = 0.5,
+) -> OfflineRunStats:
+    """Consume ``features.v1`` into the offline store until stopped or idle for ``max_idle_s``.
+
+    Rows are buffered until ``offline_flush_rows`` or ``offline_flush_s``; offsets are committed
+    only after the flush's files and manifest are on disk (a crash re-appends, never loses).
+    Unparseable rows go to ``features.v1.dlq``.
+    """
+    loop = _Loop(config)
+    stop = stop_event or threading.Event()
+    started = idle_since = time.monotonic()
+    try:
+        while not stop.is_set():
+            n = loop.poll(poll_timeout_s)
+            now = time.monotonic()
+            idle = n == 0 and max_idle_s is not None and now - idle_since >= max_idle_s
+            idle_since = now if n else idle_since
+            full = len(loop.buffer) >= config.offline_flush_rows or now - started >= config.offline_flush_s
+            if loop.offsets and (full or idle):
+                loop.flush()
+                started = now
+            if idle:
+                break
+    finally:
+        loop.close()
+    return loop.stats
+
+
+class _Loop:
+    """Consumer, DLQ producer, buffer and offsets of one :func:`run`."""
+
+    def __init__(self, config: FeaturesConfig) -> None:
+        self.config = config
+        self.stats = OfflineRunStats()
+        self.writer = OfflineWriter(config.offline)
+        self.buffer: list[FeatureRow] = []
+        self.offsets: dict[str, dict[int, OffsetRange]] = {}
+        self.consumer = _KafkaConsumer(
+            {
+                **config.kafka.client_conf(),
+                "group.id": config.offline_group,
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        self.consumer.subscribe([config.kafka.topic(config.topic)])
+        self.dlq = Producer(config.kafka, topic=f"{config.topic}.dlq")
+
+    def poll(self, timeout_s: float) -> int:
+        msgs = []
+        for msg in self.consumer.consume(num_messages=self.config.batch_size, timeout=timeout_s):
+            err = msg.error()
+            if err is None:
+                msgs.append(msg)
+            elif err.code() != KafkaError._PARTITION_EOF:
+                raise KafkaException(err)
+        for msg in msgs:
+            _track(self.offsets, str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0))
+            try:
+                self.buffer.append(parse_row(msg.value() or b""))
+            except FeatureRowError as exc:
+                self.dlq.send_raw(msg.key() or b"", msg.value() or b"", headers=dlq_headers(msg, exc))
+                self.stats.dead_lettered += 1
+        self.stats.polled += len(msgs)
+        return len(msgs)
+
+    def flush(self) -> None:
+        self.writer.write_rows(self.buffer, offsets=self.offsets)
+        self.dlq.flush()
+        commits = [TopicPartition(t, p, last + 1) for t, ps in self.offsets.items() for p, (_, last) in ps.items()]
+        self.consumer.commit(offsets=commits, asynchronous=False)
+        self.stats.written += len(self.buffer)
+        self.stats.flushes += 1
+        self.buffer, self.offsets = [], {}
+
+    def close(self) -> None:
+        self.dlq.close()
+        self.consumer.close()
+
+
+def _track(offsets: dict[str, dict[int, OffsetRange]], topic: str, partition: int, offset: int) -> None:
+    first, _ = offsets.setdefault(topic, {}).get(partition, (offset, offset))
+    offsets[topic][partition] = (min(first, offset), offset)
+
