@@ -103,6 +103,22 @@ class PoisonGuard:
     def n_quarantined(self) -> int:
         return self._n_quarantined
 
+    def state_dict(self) -> dict[str, Any]:
+        """History as JSON-ready data (for checkpoints across restarts)."""
+        return {
+            "losses": list(self._losses),
+            "segments": {k: list(v) for k, v in self._segments.items()},
+            "n_accepted": self._n_accepted,
+            "n_quarantined": self._n_quarantined,
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Restore a :meth:`state_dict` snapshot (the loss window keeps the newest ``history`` batches)."""
+        self._losses = deque((float(v) for v in state["losses"]), maxlen=self.config.history)
+        self._segments = {str(k): [float(v[0]), float(v[1])] for k, v in state["segments"].items()}
+        self._n_accepted = int(state["n_accepted"])
+        self._n_quarantined = int(state["n_quarantined"])
+
     def check(self, batch: pd.DataFrame, current_model_probs: Any, *, batch_id: str | None = None) -> Verdict:
         """Accept the batch (and learn it into history) or quarantine it.
 

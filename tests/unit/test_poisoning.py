@@ -80,3 +80,13 @@ def test_bad_inputs(tmp_path: Path) -> None:
         guard.check(frame, p[:-1])
     with pytest.raises(FeedbackError, match="label column 'booked'"):
         guard.check(frame.drop(columns="booked"), p)
+
+
+def test_state_round_trip_keeps_history(warm_guard: PoisonGuard, tmp_path: Path) -> None:
+    state = json.loads(json.dumps(warm_guard.state_dict()))
+    fresh = PoisonGuard(quarantine_dir=tmp_path / "q2")
+    fresh.load_state(state)
+    assert fresh.n_accepted == 8 and len(state["losses"]) == 8
+    frame, p = batch(100, flip=True)
+    verdict = fresh.check(frame, p)
+    assert not verdict.accepted and verdict.stats["loss_mode"] == "history"
