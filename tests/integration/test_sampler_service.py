@@ -59,7 +59,8 @@ def _labels() -> list[OutcomeLabel]:
     rng = np.random.default_rng(7)
     out = []
     for i in range(N_LABELS):
-        features: dict[str, float | None] = {c: float(v) for c, v in zip(HEAVY_COLUMNS[1:], rng.uniform(0, 1, 40))}
+        values = rng.uniform(0, 1, len(HEAVY_COLUMNS) - 1)
+        features: dict[str, float | None] = {c: float(v) for c, v in zip(HEAVY_COLUMNS[1:], values, strict=True)}
         out.append(OutcomeLabel(
             hotel_id=f"h{i % 5}", room_type="std", stay_date=date(2026, 5, 1), event_time=T0 + timedelta(minutes=i),
             decision_id=uuid.uuid4(), label=int(rng.random() < 0.4), price=float(rng.uniform(60, 280)),

@@ -1,0 +1,342 @@
+"""Trainer service: ``training.examples`` -> river online model, guarded LightGBM updates, model registry.
+
+Every example is learned at once by the river
+:class:`~feedback.online.OnlineDemandModel` (with its importance weight) and
+buffered. Every ``train_every`` buffered examples (or on :meth:`TrainerService.train_now`),
+the buffer (one row per decision, its latest revision) goes through:
+
+1. the :class:`~feedback.poisoning.PoisonGuard`, scored by the tier's current
+   registered model; a quarantined batch is never trained on;
+2. :func:`feedback.continued.guarded_update` against the newest snapshot frame
+   (a DataFrame, or a callable that loads one), which keeps the update only if
+   it is not worse on the snapshot's newest rows;
+3. on acceptance, :func:`pricing.training.train_bundle` (``init_model`` = the
+   current bundle when continuing), :meth:`ModelRegistry.register` with parent,
+   snapshot id, data range and metrics, and ``promote`` if ``auto_promote``.
+
+A rejection (stage ``poison`` or ``guard``) is returned and appended to
+``<registry root>/rejections.jsonl``. The trainer produces nothing to Kafka, so
+its state (online model, guard history, buffer) and its input offsets are one
+atomic checkpoint file; a restart resumes from it. A crash between a
+registration and the next checkpoint replays the same batch, retrains the same
+bytes and gets the same version back (registration is idempotent).
+
+Example:
+    >>> import pandas as pd
+    >>> rows = [{"decision_id": "a", "event_time": 1, "booked": 1}, {"decision_id": "a", "event_time": 2, "booked": 0}]
+    >>> latest_per_decision(pd.DataFrame(rows))["booked"].tolist()
+    [0]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from events.config import KafkaConfig
+from events.consumer import dlq_headers
+from events.errors import EventValidationError
+from events.models import TrainingExample, parse_event
+from events.producer import Producer
+from feedback.continued import GuardConfig, guarded_update, predict
+from feedback.errors import FeedbackError
+from feedback.online import OnlineDemandModel, OnlineModelConfig
+from feedback.poisoning import PoisonConfig, PoisonGuard
+from feedback.registry import Entry, ModelRegistry
+from feedback.services.kafka_io import InputReader
+from pricing.models import DemandModelConfig
+from pricing.training import load_boosters, train_bundle
+from pricing.vectorize import frame_matrix
+
+EXAMPLES = "training.examples"
+CHECKPOINT = "trainer.ckpt"
+REJECTIONS = "rejections.jsonl"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The newest curated training frame (columns: the tier's model columns, ``booked``, ``event_time``)."""
+
+    snapshot_id: str
+    frame: pd.DataFrame
+
+
+SnapshotSource = Snapshot | Callable[[], Snapshot]
+
+
+class TrainerServiceConfig(BaseModel):
+    """Settings of the trainer service."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kafka: KafkaConfig = KafkaConfig()
+    state_dir: Path
+    registry_root: Path
+    tier: Literal["light", "heavy"] = "light"
+    group_id: str = "feedback-trainer"
+    train_every: int = Field(default=1000, ge=1, description="buffered examples that trigger a guarded update")
+    max_buffer: int = Field(default=20_000, ge=1, description="oldest examples drop past this")
+    auto_promote: bool = False
+    seed: int = 0
+    online: OnlineModelConfig = OnlineModelConfig()
+    guard: GuardConfig = GuardConfig()
+    poison: PoisonConfig = PoisonConfig()
+    bundle: DemandModelConfig | None = Field(default=None, description="None: the tier's default")
+    max_batch: int = Field(default=500, ge=1)
+    poll_timeout_s: float = Field(default=0.5, gt=0.0)
+
+
+@dataclass
+class UpdateOutcome:
+    """Result of one guarded update attempt."""
+
+    accepted: bool
+    stage: Literal["skipped", "poison", "guard", "registered"]
+    reason: str
+    n_examples: int
+    version: str | None = None
+    parent: str | None = None
+    promoted: bool = False
+    metrics: dict[str, Any] = field(default_factory=dict)
+    quarantine_path: str | None = None
+
+
+@dataclass
+class TrainerBatchStats:
+    """What one :meth:`TrainerService.process_batch` did."""
+
+    consumed: int = 0
+    learned: int = 0
+    dead_lettered: int = 0
+    buffered: int = 0
+    update: UpdateOutcome | None = None
+
+
+@dataclass
+class TrainerRunStats:
+    """Totals of a :func:`run`."""
+
+    batches: int = 0
+    consumed: int = 0
+    learned: int = 0
+    updates: list[UpdateOutcome] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+
+def latest_per_decision(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per ``decision_id``: the one with the latest ``event_time`` (a revision supersedes)."""
+    ordered = frame.sort_values("event_time", kind="stable")
+    return ordered.drop_duplicates("decision_id", keep="last").reset_index(drop=True)
+
+
+def example_row(example: TrainingExample) -> dict[str, Any]:
+    """A training-frame row: features, price, ``booked``, ``weight`` and the keys the guards need."""
+    return {
+        **example.features,
+        "price": example.price,
+        "booked": example.label,
+        "weight": example.weight,
+        "event_time": example.event_time,
+        "hotel_id": example.hotel_id,
+        "decision_id": str(example.decision_id),
+    }
+
+
+class TrainerService:
+    """Online learning on every example, guarded batch updates into the registry.
+
+    Args:
+        config: settings.
+        snapshot: the newest snapshot, or a callable returning it (called per update).
+    """
+
+    def __init__(self, config: TrainerServiceConfig, *, snapshot: SnapshotSource) -> None:
+        self.config = config
+        self.registry = ModelRegistry(config.registry_root)
+        self._snapshot = snapshot
+        config.state_dir.mkdir(parents=True, exist_ok=True)
+        self.online = OnlineDemandModel(config.online)
+        self.guard = PoisonGuard(config.poison, quarantine_dir=config.state_dir / "quarantine")
+        self.buffer: list[dict[str, Any]] = []
+        self._reader = InputReader(config.kafka, topics=(EXAMPLES,), group_id=config.group_id)
+        self._dlq = Producer(config.kafka, topic=f"{EXAMPLES}.dlq")
+        offsets = self._restore()
+        self._reader.assign(offsets)
+
+    @property
+    def online_model_path(self) -> Path:
+        """Where the river model is saved after every batch (the sampler's committee reads it)."""
+        return self.config.state_dir / "online.pkl"
+
+    def process_batch(self) -> TrainerBatchStats:
+        """Poll, learn online, maybe run a guarded update, checkpoint state and offsets."""
+        stats = TrainerBatchStats()
+        msgs = self._reader.poll(max_records=self.config.max_batch, timeout_s=self.config.poll_timeout_s)
+        if not msgs:
+            return stats
+        stats.consumed = len(msgs)
+        for msg in msgs:
+            try:
+                example = parse_event(msg.value() or b"")
+                if not isinstance(example, TrainingExample):
+                    field_name = "event_type"
+                    raise EventValidationError(field_name, getattr(example, "event_type", None), "'training_example'")
+            except EventValidationError as exc:
+                self._dlq.send_raw(msg.key() or b"", msg.value() or b"", headers=dlq_headers(msg, exc))
+                stats.dead_lettered += 1
+                continue
+            self.online.learn_one({**example.features, "price": example.price}, example.label, weight=example.weight)
+            self.buffer.append(example_row(example))
+            stats.learned += 1
+        del self.buffer[: max(0, len(self.buffer) - self.config.max_buffer)]
+        if len(self.buffer) >= self.config.train_every:
+            stats.update = self.train_now()
+        stats.buffered = len(self.buffer)
+        self._dlq.flush()
+        self._checkpoint()
+        return stats
+
+    def train_now(self) -> UpdateOutcome:
+        """Run the poison guard and the guarded update on the buffer now; the buffer is consumed."""
+        rows, self.buffer = self.buffer, []
+        current = self.registry.current(self.config.tier)
+        if not rows or current is None:
+            why = "no buffered examples" if not rows else f"no promoted {self.config.tier} model to update"
+            return UpdateOutcome(False, "skipped", why, len(rows))
+        batch = latest_per_decision(pd.DataFrame(rows))
+        snapshot = self._snapshot() if callable(self._snapshot) else self._snapshot
+        members, meta = load_boosters(current.path)
+        batch = batch.reindex(columns=list(dict.fromkeys([*meta["columns"], *batch.columns])))
+        probs = predict(members, frame_matrix(batch, meta["columns"]))
+        verdict = self.guard.check(batch, probs, batch_id=f"{current.version}-{batch['decision_id'].iloc[0][:8]}")
+        if not verdict.accepted:
+            qpath = None if verdict.quarantine_path is None else str(verdict.quarantine_path)
+            out = UpdateOutcome(False, "poison", verdict.reason, len(batch), parent=current.version,
+                                metrics=dict(verdict.stats), quarantine_path=qpath)
+            return self._reject(out, snapshot)
+        result = guarded_update(str(current.path), batch, snapshot.frame, seed=self.config.seed,
+                                config=self.config.guard)
+        if not result.accepted:
+            out = UpdateOutcome(False, "guard", result.reason, len(batch), parent=current.version,
+                                metrics=dict(result.metrics))
+            return self._reject(out, snapshot)
+        return self._register(current, batch, result.train_frame, result.chosen, result.metrics, snapshot)
+
+    def close(self) -> None:
+        self._dlq.close()
+        self._reader.close()
+
+    # ------------------------------------------------------------------ internals
+    def _register(
+        self,
+        current: Entry,
+        batch: pd.DataFrame,
+        train_frame: pd.DataFrame,
+        chosen: str | None,
+        metrics: dict[str, float],
+        snapshot: Snapshot,
+    ) -> UpdateOutcome:
+        out_dir = Path(tempfile.mkdtemp(dir=self.config.state_dir, prefix="bundle-"))
+        try:
+            init = current.path if chosen == "continued" else None
+            # snapshot rows carry no importance weight: they count once, as in the guarded update
+            train_frame = train_frame.assign(weight=train_frame.get("weight", pd.Series(1.0, train_frame.index)))
+            train_frame["weight"] = train_frame["weight"].fillna(1.0)
+            info = train_bundle(train_frame, out_dir, tier=self.config.tier, seed=self.config.seed,
+                                init_model=init, config=self.config.bundle)
+            all_metrics = {**metrics, **info.metrics, "chosen": chosen, "n_examples": len(batch)}
+            times = pd.to_datetime(batch["event_time"], utc=True)
+            data_range = (times.min().to_pydatetime(), times.max().to_pydatetime())
+            version = self.registry.register(info.path, tier=self.config.tier, parent=current.version,
+                                             snapshot_id=snapshot.snapshot_id, data_range=data_range,
+                                             metrics=all_metrics)
+        finally:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        if self.config.auto_promote:
+            self.registry.promote(version)
+        return UpdateOutcome(True, "registered", f"registered {version} ({chosen})", len(batch), version,
+                             current.version, self.config.auto_promote, all_metrics)
+
+    def _reject(self, outcome: UpdateOutcome, snapshot: Snapshot) -> UpdateOutcome:
+        line = {
+            "at": datetime.now(tz=UTC).isoformat(),
+            "tier": self.config.tier,
+            "stage": outcome.stage,
+            "reason": outcome.reason,
+            "current_version": outcome.parent,
+            "snapshot_id": snapshot.snapshot_id,
+            "n_examples": outcome.n_examples,
+            "quarantine_path": outcome.quarantine_path,
+            "metrics": outcome.metrics,
+        }
+        with open(self.registry.root / REJECTIONS, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(line, default=str) + "\n")
+        return outcome
+
+    def _checkpoint(self) -> None:
+        """Online model, guard, buffer and input offsets in one atomically replaced file."""
+        state = {"offsets": dict(self._reader.next_offsets), "online": self.online, "guard": self.guard,
+                 "buffer": self.buffer}
+        fd, tmp = tempfile.mkstemp(dir=self.config.state_dir, prefix=".ckpt-")
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(state, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.config.state_dir / CHECKPOINT)
+        self.online.save(self.online_model_path)
+        self._reader.commit(state["offsets"])  # for lag monitoring; the checkpoint is the source of truth
+
+    def _restore(self) -> dict[str, int]:
+        path = self.config.state_dir / CHECKPOINT
+        if not path.exists():
+            return {}
+        with open(path, "rb") as fh:
+            state = pickle.load(fh)  # noqa: S301 - our own checkpoint only
+        if not isinstance(state, dict) or not isinstance(state.get("online"), OnlineDemandModel):
+            msg = f"file {str(path)!r}: not a trainer checkpoint"
+            raise FeedbackError(msg)
+        self.online, self.guard, self.buffer = state["online"], state["guard"], state["buffer"]
+        return dict(state["offsets"])
+
+
+def run(
+    config: TrainerServiceConfig,
+    *,
+    snapshot: SnapshotSource,
+    stop_event: threading.Event | None = None,
+    max_idle_s: float | None = None,
+) -> TrainerRunStats:
+    """Run the trainer until ``stop_event`` is set or ``training.examples`` was idle for ``max_idle_s``."""
+    service = TrainerService(config, snapshot=snapshot)
+    out = TrainerRunStats()
+    start = idle_since = time.perf_counter()
+    try:
+        while stop_event is None or not stop_event.is_set():
+            batch = service.process_batch()
+            now = time.perf_counter()
+            if batch.consumed:
+                idle_since = now
+                out.batches += 1
+                out.consumed += batch.consumed
+                out.learned += batch.learned
+                if batch.update is not None:
+                    out.updates.append(batch.update)
+            elif max_idle_s is not None and now - idle_since >= max_idle_s:
+                break
+        out.elapsed_s = idle_since - start
+    finally:
+        service.close()
+    return out
