@@ -288,8 +288,8 @@ class TrainerService:
 
     def _checkpoint(self) -> None:
         """Online model, guard, buffer and input offsets in one atomically replaced file."""
-        state = {"offsets": dict(self._reader.next_offsets), "online": self.online, "guard": self.guard,
-                 "buffer": self.buffer}
+        offsets = dict(self._reader.next_offsets)
+        state = {"offsets": offsets, "online": self.online, "guard": self.guard, "buffer": self.buffer}
         fd, tmp = tempfile.mkstemp(dir=self.config.state_dir, prefix=".ckpt-")
         with os.fdopen(fd, "wb") as fh:
             pickle.dump(state, fh, protocol=pickle.HIGHEST_PROTOCOL)
@@ -297,7 +297,7 @@ class TrainerService:
             os.fsync(fh.fileno())
         os.replace(tmp, self.config.state_dir / CHECKPOINT)
         self.online.save(self.online_model_path)
-        self._reader.commit(state["offsets"])  # for lag monitoring; the checkpoint is the source of truth
+        self._reader.commit(offsets)  # for lag monitoring; the checkpoint is the source of truth
 
     def _restore(self) -> dict[str, int]:
         path = self.config.state_dir / CHECKPOINT

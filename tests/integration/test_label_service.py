@@ -99,7 +99,7 @@ def test_labels_exact_and_restart_without_duplicates(kafka_config: KafkaConfig, 
     _feed(restarted, 2)
     restarted.close()
 
-    labels = [parse_event(m.value()) for m in drain(kafka_config, "feedback.labels")]
+    labels = [parse_event(m.value() or b"") for m in drain(kafka_config, "feedback.labels")]
     assert all(isinstance(x, OutcomeLabel) for x in labels)
     got = sorted((str(x.decision_id), x.revision, x.reason, x.label) for x in labels if isinstance(x, OutcomeLabel))
     expected = sorted([

@@ -93,7 +93,7 @@ def _crash_child(config_json: str, marker: str) -> None:
 
 
 def _examples(kafka: KafkaConfig) -> list[TrainingExample]:
-    out = [parse_event(m.value()) for m in drain(kafka, "training.examples")]
+    out = [parse_event(m.value() or b"") for m in drain(kafka, "training.examples")]
     return [x for x in out if isinstance(x, TrainingExample)]
 
 

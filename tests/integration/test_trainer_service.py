@@ -17,7 +17,13 @@ from events.models import TrainingExample
 from events.producer import Producer
 from events.topics import TOPICS
 from feedback.registry import ModelRegistry
-from feedback.services.trainer_service import REJECTIONS, Snapshot, TrainerService, TrainerServiceConfig
+from feedback.services.trainer_service import (
+    REJECTIONS,
+    Snapshot,
+    TrainerService,
+    TrainerServiceConfig,
+    UpdateOutcome,
+)
 from pricing.models import DemandModelConfig
 from pricing.training import train_bundle
 from pricing.vectorize import LIGHT_COLUMNS
@@ -53,12 +59,13 @@ def _examples(frame: pd.DataFrame, *, flip: bool) -> list[TrainingExample]:
     return out
 
 
-def _until_update(service: TrainerService) -> object:
+def _until_update(service: TrainerService) -> UpdateOutcome:
     for _ in range(40):
         stats = service.process_batch()
         if stats.update is not None:
             return stats.update
-    raise AssertionError("no update ran")
+    msg = "no update ran"
+    raise AssertionError(msg)
 
 
 def test_flipped_batch_rejected_clean_batch_registered(kafka_config: KafkaConfig, tmp_path: Path) -> None:
@@ -78,7 +85,7 @@ def test_flipped_batch_rejected_clean_batch_registered(kafka_config: KafkaConfig
     producer.send_many(_examples(_frame(BATCH, 3, T0), flip=True))
     producer.flush()
     rejected = _until_update(service)
-    assert getattr(rejected, "stage") == "poison" and not getattr(rejected, "accepted")
+    assert rejected.stage == "poison" and not rejected.accepted
     current = registry.current("light")
     assert current is not None and current.version == parent
     assert len(registry.list("light")) == 1
@@ -89,8 +96,8 @@ def test_flipped_batch_rejected_clean_batch_registered(kafka_config: KafkaConfig
     producer.send_many(_examples(_frame(BATCH, 4, T0 + timedelta(days=1)), flip=False))
     producer.flush()
     accepted = _until_update(service)
-    assert getattr(accepted, "stage") == "registered", getattr(accepted, "reason")
-    version = getattr(accepted, "version")
+    assert accepted.stage == "registered", accepted.reason
+    version = accepted.version
     assert version is not None and version != parent
     current = registry.current("light")
     assert current is not None and current.version == version
