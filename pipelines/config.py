@@ -29,6 +29,8 @@ class FeatureJobConfig(BaseModel):
     """Stop at the offsets that were latest when the job started (tests, backfills)."""
     out_of_orderness_ms: int = Field(default=2000, ge=0)
     idle_timeout_ms: int = Field(default=2000, gt=0)
+    watermark_emit: Literal["on-periodic", "on-event"] = "on-periodic"
+    """on-event: a watermark after every record (deterministic lateness in tests, lower latency)."""
     checkpoint_interval_ms: int = Field(default=2000, gt=0)
     checkpoint_dir: Path | None = None
     restore_from: Path | None = None

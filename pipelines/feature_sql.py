@@ -35,6 +35,7 @@ def source_ddl(config: FeatureJobConfig) -> str:
         "properties.auto.offset.reset": "earliest",
         "scan.startup.mode": config.startup,
         "format": "raw",
+        "scan.watermark.emit.strategy": config.watermark_emit,
     }
     if config.bounded:
         extra["scan.bounded.mode"] = "latest-offset"
