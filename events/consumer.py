@@ -30,7 +30,7 @@ class ConsumeStats:
     committed_batches: int = 0
 
 
-def dlq_headers(msg: Message, exc: BaseException) -> list[tuple[str, bytes]]:
+def dlq_headers(msg: Message, exc: BaseException) -> list[tuple[str, str | bytes | None]]:
     """The five DLQ headers for a record that failed with ``exc``."""
     return [
         ("source_topic", str(msg.topic()).encode()),
@@ -105,7 +105,7 @@ class EventConsumer:
         good = []
         for msg in msgs:
             try:
-                good.append(self._parse(msg.value()))
+                good.append(self._parse(msg.value() or b""))
             except EventValidationError as exc:
                 self.dead_letter(msg, exc)
         if good:

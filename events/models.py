@@ -289,11 +289,12 @@ def parse_event(raw: bytes | str | dict[str, Any]) -> Record:
         else:
             payload = TypeAdapter(dict[str, Any]).validate_json(raw)
     except ValidationError as exc:
-        raise EventValidationError("<record>", raw[:80] if not isinstance(raw, dict) else raw, "a JSON object") from exc
+        shown = raw[:80] if not isinstance(raw, dict) else raw
+        raise EventValidationError(field="<record>", value=shown, expected="a JSON object") from exc
     kind = payload.get("event_type")
     model = CONTRACT.get(kind) if isinstance(kind, str) else None
     if model is None:
-        raise EventValidationError("event_type", kind, f"one of {sorted(CONTRACT)}")
+        raise EventValidationError(field="event_type", value=kind, expected=f"one of {sorted(CONTRACT)}")
     try:
         return model.model_validate(payload)
     except ValidationError as exc:
@@ -304,7 +305,9 @@ def parse_behaviour(raw: bytes | str) -> Record:
     """Parse a behaviour event only (what ``behaviour.events`` carries)."""
     event = parse_event(raw)
     if event.model_fields.get("event_type") is None or getattr(event, "event_type", None) not in BEHAVIOUR_TYPES:
-        raise EventValidationError("event_type", getattr(event, "event_type", None), f"one of {list(BEHAVIOUR_TYPES)}")
+        raise EventValidationError(
+            field="event_type", value=getattr(event, "event_type", None), expected=f"one of {list(BEHAVIOUR_TYPES)}"
+        )
     return event
 
 

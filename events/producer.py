@@ -93,7 +93,7 @@ class Producer:
             n += 1
         return n
 
-    def send_raw(self, key: bytes, value: bytes, headers: list[tuple[str, bytes]] | None = None) -> None:
+    def send_raw(self, key: bytes, value: bytes, headers: list[tuple[str, str | bytes | None]] | None = None) -> None:
         """Enqueue pre-serialised bytes (no validation: the DLQ writer and benchmarks use it)."""
         while True:
             try:
@@ -117,7 +117,9 @@ class Producer:
     def __enter__(self) -> Producer:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
 

@@ -40,8 +40,12 @@ _BASE = (
     TopicSpec(name="features.v1", partitions=6, description="feature rows from the Flink feature job"),
     TopicSpec(name="pricing.requests", partitions=3, description="pricing requests for the stream scorer"),
     TopicSpec(name="pricing.decisions", partitions=3, retention_ms=30 * _DAY_MS, description="scorer decisions"),
-    TopicSpec(name="feedback.labels", partitions=3, retention_ms=30 * _DAY_MS, description="decisions joined with outcomes"),
-    TopicSpec(name="training.examples", partitions=3, retention_ms=30 * _DAY_MS, description="actively sampled examples"),
+    TopicSpec(
+        name="feedback.labels", partitions=3, retention_ms=30 * _DAY_MS, description="decisions joined with outcomes"
+    ),
+    TopicSpec(
+        name="training.examples", partitions=3, retention_ms=30 * _DAY_MS, description="actively sampled examples"
+    ),
 )
 
 

@@ -56,7 +56,7 @@ def up(
             from infra import druid_stack
 
             with console.status("assembling and starting Druid (minutes on first run)"):
-                druid_stack.start(druid_stack.settings_from(settings))
+                druid_stack.start(druid_stack.settings_for(settings.stack()))
     except InfraError as exc:
         _fail(exc)
     _print_status(statuses)
@@ -67,11 +67,14 @@ def down() -> None:
     """Stop what ``up`` started (pid files only)."""
     from infra import stack
 
+    from infra import druid_stack, flink_cluster
+
     settings = _settings()
-    stopped = stack.down(settings.stack())
-    for extra in ("flink_cluster", "druid_stack"):
-        module = __import__(f"infra.{extra}", fromlist=["stop"])
-        stopped += module.stop_all(settings) if hasattr(module, "stop_all") else []
+    config = settings.stack()
+    stopped = druid_stack.stop(druid_stack.settings_for(config).state_dir)
+    if flink_cluster.stop(config):
+        stopped.append("flink")
+    stopped += stack.down(config)
     console.print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
 
 

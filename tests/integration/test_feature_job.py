@@ -101,7 +101,8 @@ def test_windows_match_hand_computed_values(job_output: tuple) -> None:
     assert (week["searches_7d"], week["views_7d"], week["bookings_7d"], week["cancellations_7d"]) == (2, 3, 2, 1)
     assert week["lead_time_mean_days_7d"] == 18.0 and week["lead_time_std_days_7d"] == 0.0
     assert _latest(rows, "stay_14d")["features"] == {"bookings_14d": 2.0}
-    assert _latest(rows, "stay_inventory")["features"] == pytest.approx({"rooms_left": 8.0, "capacity": 10.0, "occupancy": 0.2})
+    inventory = _latest(rows, "stay_inventory")["features"]
+    assert inventory == pytest.approx({"rooms_left": 8.0, "capacity": 10.0, "occupancy": 0.2})
     hotel = _latest(rows, "hotel_stats")["features"]
     assert hotel == {"hotel_searches_24h": 2.0, "hotel_bookings_24h": 2.0, "hotel_views_24h": 3.0}
     assert _latest(rows, "hotel_stats", "h2")["features"]["hotel_searches_24h"] == 1.0
@@ -124,7 +125,8 @@ def test_every_valid_event_yields_one_row_per_view_with_increasing_versions(job_
     for r in rows:
         per_key[(r["view"], r["hotel_id"], r["room_type"], r["stay_date"])].append(r["version"])
     for view in ("stay_1h", "stay_24h", "stay_7d", "stay_14d", "hotel_stats"):
-        versions = per_key[(view, "h1", None if view == "hotel_stats" else "std", None if view == "hotel_stats" else "2026-11-20")]
+        stay = (None, None) if view == "hotel_stats" else ("std", "2026-11-20")
+        versions = per_key[(view, "h1", *stay)]
         assert len(versions) == 11  # 11 valid events for h1, none for the 5 rejected ones
         assert len(set(versions)) == 11
     assert len(per_key[("stay_inventory", "h1", "std", "2026-11-20")]) == 1
