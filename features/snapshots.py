@@ -199,9 +199,10 @@ def create_snapshot(
     entity_df = _entities(views, offline_root, as_of) if entities is None else _checked(entities, as_of)
     frame = entity_df.copy()
     for i, view in enumerate(views):
-        refs = [f"{view.name}:{f.name}" for f in view.features]
-        joined = store.get_historical_features(entity_df=entity_df, features=refs).to_df()
-        frame = frame.merge(joined[[_ROW_ID, *[f.name for f in view.features]]], on=_ROW_ID, how="left")
+        if any(Path(view.batch_source.path).glob("date=*/part-*.parquet")):  # an empty view stays null
+            refs = [f"{view.name}:{f.name}" for f in view.features]
+            joined = store.get_historical_features(entity_df=entity_df, features=refs).to_df()
+            frame = frame.merge(joined[[_ROW_ID, *[f.name for f in view.features]]], on=_ROW_ID, how="left")
         if on_progress is not None:
             on_progress(view.name, i + 1, len(views))
     _add_derived(frame)
@@ -263,7 +264,10 @@ def _with_row_id(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _add_derived(frame: pd.DataFrame) -> None:
-    stored = [n for n in ("bookings_7d", "bookings_14d", "views_7d") if n in frame]
+    stored = ["bookings_7d", "bookings_14d", "views_7d"]
+    for name in stored:
+        if name not in frame:
+            frame[name] = float("nan")
     records = frame[stored].astype(object).where(frame[stored].notna(), None).to_dict("records")
     derived = [derive(r) for r in records]
     for name in DERIVED_FEATURES:
