@@ -38,6 +38,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from events.config import KafkaConfig
 from events.consumer import dlq_headers
+from events.errors import EventValidationError
+from events.models import Record, parse_event
 from feedback.errors import FeedbackError
 
 Offsets = dict[str, int]
@@ -45,6 +47,24 @@ Offsets = dict[str, int]
 
 _CKPT_PREFIX = "ckpt-"
 _KEEP = 2  # the last committed state and the one being committed
+
+
+def parse_record(raw: bytes | None) -> Record:
+    """:func:`events.models.parse_event` on a Kafka value, decoding the JSON once with the C decoder.
+
+    (``parse_event`` on bytes builds a pydantic ``TypeAdapter`` per call, ~0.4 ms per record.)
+
+    Raises:
+        EventValidationError: not a JSON object, or not a contract record.
+    """
+    where, expected = "<record>", "a JSON object"
+    try:
+        payload = json.loads(raw or b"")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise EventValidationError(where, (raw or b"")[:80], expected) from exc
+    if not isinstance(payload, dict):
+        raise EventValidationError(where, (raw or b"")[:80], expected)
+    return parse_event(payload)
 
 
 def _key(topic: str, partition: int) -> str:
@@ -112,6 +132,15 @@ class InputReader:
                 msg_text = f"consumer error on {self.topics}: {err}"
                 raise FeedbackError(msg_text)
         return out
+
+    def caught_up(self, key: str) -> bool:
+        """Whether partition ``key`` (``topic:partition``) has nothing left to read as of the last fetch."""
+        topic, part = key.rsplit(":", 1)
+        try:
+            _, high = self._consumer.get_watermark_offsets(TopicPartition(topic, int(part)), cached=True)
+        except KafkaException:
+            return False
+        return high >= 0 and self.next_offsets.get(key, -1) >= high
 
     def commit(self, offsets: Mapping[str, int]) -> None:
         """Commit ``offsets`` to the group outside a transaction (readers that produce nothing)."""
@@ -215,7 +244,8 @@ class Checkpoints:
         target = self.root / f"{_CKPT_PREFIX}{seq:012d}.json"
         fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"seq": seq, "offsets": dict(offsets), "state": state}, fh, separators=(",", ":"))
+            # dumps, not dump: json.dump streams through the pure-Python encoder (~6x slower here)
+            fh.write(json.dumps({"seq": seq, "offsets": dict(offsets), "state": state}, separators=(",", ":")))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)

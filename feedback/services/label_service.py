@@ -2,7 +2,9 @@
 
 One process reads every partition of both topics (read_committed), feeds the
 pure :class:`~feedback.labels.LabelJoiner`, and moves its watermark to the
-highest event time seen minus ``allowed_lateness``. Each batch's labels, its
+highest event time seen minus ``allowed_lateness`` (while some partitions lag,
+the lowest max among them, so a topic read ahead of the other cannot expire
+decisions whose outcomes are still unread). Each batch's labels, its
 dead letters and the input offsets commit in one Kafka transaction; the
 joiner's state is checkpointed with the offsets that transaction commits (see
 :mod:`feedback.services.kafka_io`), so a restart resumes from the state that
@@ -43,18 +45,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from events.config import KafkaConfig
 from events.errors import EventValidationError
 from events.models import (
+    BEHAVIOUR_TYPES,
     BookingEvent,
     CancellationEvent,
     OutcomeLabel,
     PricingDecision,
     PricingRequest,
     dumps,
-    parse_behaviour,
-    parse_event,
 )
 from feedback.differences import DifferenceCounter, DifferenceRules
 from feedback.labels import LabelJoiner
-from feedback.services.kafka_io import TransactionalStage
+from feedback.services.kafka_io import TransactionalStage, parse_record
 from pricing.vectorize import request_values
 
 DECISIONS = "pricing.decisions"
@@ -75,7 +76,7 @@ class LabelServiceConfig(BaseModel):
     horizon: timedelta = timedelta(hours=24)
     grace: timedelta = timedelta(hours=6)
     allowed_lateness: timedelta = Field(default=timedelta(minutes=5), description="watermark = max time - this")
-    max_batch: int = Field(default=1000, ge=1)
+    max_batch: int = Field(default=5000, ge=1, description="records per transaction (and per checkpoint)")
     poll_timeout_s: float = Field(default=0.5, gt=0.0)
     differences: DifferenceRules = DifferenceRules()
 
@@ -144,7 +145,7 @@ class LabelService(TransactionalStage):
         self.config = config
         self.joiner = LabelJoiner(config.horizon, grace=config.grace)
         self.differences = DifferenceCounter(config.differences)
-        self._max_time: datetime | None = None
+        self._max_time: dict[str, datetime] = {}
         self._decisions_topic = config.kafka.topic(DECISIONS)
         super().__init__(
             config.kafka,
@@ -169,8 +170,9 @@ class LabelService(TransactionalStage):
         for msg in msgs:
             for label, price_paid in self._one(msg):
                 self._emit(label, price_paid)
-        if self._max_time is not None:
-            for label in self.joiner.advance(self._max_time - self.config.allowed_lateness):
+        watermark = self._watermark()
+        if watermark is not None:
+            for label in self.joiner.advance(watermark):
                 self._emit(label, None)
         return stats.labels + stats.dead_lettered
 
@@ -178,16 +180,21 @@ class LabelService(TransactionalStage):
         from_decisions = msg.topic() == self._decisions_topic
         source = DECISIONS if from_decisions else BEHAVIOUR
         try:
-            event = parse_event(msg.value() or b"") if from_decisions else parse_behaviour(msg.value() or b"")
+            event = parse_record(msg.value())
+            kind = getattr(event, "event_type", None)
             if from_decisions and not isinstance(event, PricingDecision):
                 field_name = "event_type"
-                raise EventValidationError(field_name, getattr(event, "event_type", None), "'pricing_decision'")
+                raise EventValidationError(field_name, kind, "'pricing_decision'")
+            if not from_decisions and kind not in BEHAVIOUR_TYPES:
+                field_name = "event_type"
+                raise EventValidationError(field_name, kind, f"one of {list(BEHAVIOUR_TYPES)}")
         except EventValidationError as exc:
             self.writer.dead_letter(source, msg, exc)
             self._batch.dead_lettered += 1
             return []
-        if self._max_time is None or event.event_time > self._max_time:
-            self._max_time = event.event_time
+        part = f"{msg.topic()}:{msg.partition()}"
+        if part not in self._max_time or event.event_time > self._max_time[part]:
+            self._max_time[part] = event.event_time
         if isinstance(event, PricingDecision):
             self._batch.decisions += 1
             return [(lab, None) for lab in self.joiner.add_decision(with_request_features(event))]
@@ -197,6 +204,19 @@ class LabelService(TransactionalStage):
             return [(lab, paid if lab.label == 1 else None) for lab in self.joiner.add_outcome(event)]
         self._batch.ignored += 1
         return []
+
+    def _watermark(self) -> datetime | None:
+        """Event time minus ``allowed_lateness``: the lowest per-partition max among partitions that still
+        have data to read, or the highest max once every partition is caught up.
+
+        A partition that is behind holds event time back (its outcomes are still to come); a caught-up
+        partition cannot, so it drops out (otherwise a topic that went quiet would stall every label).
+        """
+        if not self._max_time:
+            return None
+        lagging = [t for k, t in self._max_time.items() if not self.reader.caught_up(k)]
+        top = min(lagging) if lagging else max(self._max_time.values())
+        return top - self.config.allowed_lateness
 
     def _emit(self, label: OutcomeLabel, price_paid: float | None) -> None:
         self.writer.produce(LABELS, label.key.encode(), dumps(label))
@@ -208,12 +228,12 @@ class LabelService(TransactionalStage):
     def _state(self) -> dict[str, Any]:
         return {
             "joiner": self.joiner.state_dict(),
-            "max_time": None if self._max_time is None else self._max_time.isoformat(),
+            "max_time": {k: v.isoformat() for k, v in self._max_time.items()},
         }
 
     def _load_state(self, state: dict[str, Any]) -> None:
         self.joiner.load_state(state["joiner"])
-        self._max_time = None if state["max_time"] is None else datetime.fromisoformat(state["max_time"])
+        self._max_time = {k: datetime.fromisoformat(v) for k, v in state["max_time"].items()}
 
 
 def run(

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from events.config import KafkaConfig
 from events.errors import EventValidationError
-from events.models import OutcomeLabel, dumps, parse_event
+from events.models import OutcomeLabel, dumps
 from feedback.online import OnlineDemandModel
 from feedback.registry import ModelRegistry
 from feedback.samplers import (
@@ -55,7 +55,7 @@ from feedback.samplers import (
     Selected,
     UncertaintySampler,
 )
-from feedback.services.kafka_io import TransactionalStage
+from feedback.services.kafka_io import TransactionalStage, parse_record
 from pricing.tiers import HeavyPricer, LightPricer, load_pricer
 
 LABELS = "feedback.labels"
@@ -232,7 +232,7 @@ class SamplerService(TransactionalStage):
         labels: list[OutcomeLabel] = []
         for msg in msgs:
             try:
-                event = parse_event(msg.value() or b"")
+                event = parse_record(msg.value())
                 if not isinstance(event, OutcomeLabel):
                     field_name = "event_type"
                     raise EventValidationError(field_name, getattr(event, "event_type", None), "'label'")

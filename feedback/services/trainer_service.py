@@ -49,14 +49,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from events.config import KafkaConfig
 from events.consumer import dlq_headers
 from events.errors import EventValidationError
-from events.models import TrainingExample, parse_event
+from events.models import TrainingExample
 from events.producer import Producer
 from feedback.continued import GuardConfig, guarded_update, predict
 from feedback.errors import FeedbackError
 from feedback.online import OnlineDemandModel, OnlineModelConfig
 from feedback.poisoning import PoisonConfig, PoisonGuard
 from feedback.registry import Entry, ModelRegistry
-from feedback.services.kafka_io import InputReader
+from feedback.services.kafka_io import InputReader, parse_record
 from pricing.models import DemandModelConfig
 from pricing.training import load_boosters, train_bundle
 from pricing.vectorize import frame_matrix
@@ -190,7 +190,7 @@ class TrainerService:
         stats.consumed = len(msgs)
         for msg in msgs:
             try:
-                example = parse_event(msg.value() or b"")
+                example = parse_record(msg.value())
                 if not isinstance(example, TrainingExample):
                     field_name = "event_type"
                     raise EventValidationError(field_name, getattr(example, "event_type", None), "'training_example'")
