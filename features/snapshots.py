@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from feast import FeatureStore
+from feast import FeatureStore, FeatureView, FileSource
 
 from events.catalog import ALL_FEATURES, DERIVED_FEATURES, STAY_KEYS, VIEWS, derive
 from features.errors import SnapshotError, SnapshotIntegrityError
@@ -199,7 +199,7 @@ def create_snapshot(
     entity_df = _entities(views, offline_root, as_of) if entities is None else _checked(entities, as_of)
     frame = entity_df.copy()
     for i, view in enumerate(views):
-        if any(Path(view.batch_source.path).glob("date=*/part-*.parquet")):  # an empty view stays null
+        if any(_view_dir(view).glob("date=*/part-*.parquet")):  # an empty view stays null
             refs = [f"{view.name}:{f.name}" for f in view.features]
             joined = store.get_historical_features(entity_df=entity_df, features=refs).to_df()
             frame = frame.merge(joined[[_ROW_ID, *[f.name for f in view.features]]], on=_ROW_ID, how="left")
@@ -217,19 +217,27 @@ def create_snapshot(
     )
 
 
-def _source_files(views: list) -> tuple[list[str], Path]:
-    dirs = [Path(v.batch_source.path) for v in views]
+def _view_dir(view: FeatureView) -> Path:
+    source = view.batch_source
+    if not isinstance(source, FileSource):
+        msg = f"feature view {view.name!r} has batch source {type(source).__name__}; expected a FileSource"
+        raise SnapshotError(msg)
+    return Path(source.path)
+
+
+def _source_files(views: list[FeatureView]) -> tuple[list[str], Path]:
+    dirs = [_view_dir(v) for v in views]
     offline_root = dirs[0].parent.parent
     files = sorted(p for d in dirs for p in d.glob("date=*/part-*.parquet"))
     return [p.relative_to(offline_root).as_posix() for p in files], offline_root
 
 
-def _entities(views: list, offline_root: Path, as_of: datetime) -> pd.DataFrame:
+def _entities(views: list[FeatureView], offline_root: Path, as_of: datetime) -> pd.DataFrame:
     frames = []
     for view in views:
         if tuple(view.join_keys) != STAY_KEYS:
             continue
-        for path in sorted(Path(view.batch_source.path).glob("date=*/part-*.parquet")):
+        for path in sorted(_view_dir(view).glob("date=*/part-*.parquet")):
             frames.append(pq.read_table(path, columns=[*STAY_KEYS, TIMESTAMP_FIELD]).to_pandas())
     rows = pd.concat(frames) if frames else pd.DataFrame(columns=[*STAY_KEYS, TIMESTAMP_FIELD])
     rows = rows[pd.to_datetime(rows[TIMESTAMP_FIELD], utc=True) <= pd.Timestamp(as_of)]

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -82,3 +85,15 @@ def test_feast_reads_the_per_view_layout_point_in_time(stack: StackConfig, key_p
     got = store.get_historical_features(entity_df=entity_df, features=["stay_24h:searches_24h"]).to_df()
     # at the first instant v5 and v7 share the event time: the higher version wins (version_time)
     assert got.sort_values("event_timestamp")["searches_24h"].tolist() == [7.0, 7.0]
+
+
+def test_feast_cli_applies_the_repo(stack: StackConfig, tmp_path: Path) -> None:
+    repo = Path(__file__).resolve().parents[2] / "features" / "repo"
+    host, port = stack.redis_url.split("//")[1].split("/")[0].split(":")
+    env = {**os.environ, "PRICESTREAM_FEAST_REGISTRY": str(tmp_path / "registry.db"),
+           "PRICESTREAM_FEAST_REDIS": f"{host}:{port},db=0", "PRICESTREAM_OFFLINE_ROOT": str(tmp_path / "offline")}
+    feast = Path(sys.executable).with_name("feast")
+    subprocess.run([str(feast), "-c", str(repo), "apply"], env=env, check=True, capture_output=True, timeout=300)
+    listed = subprocess.run([str(feast), "-c", str(repo), "feature-views", "list"], env=env, check=True,
+                            capture_output=True, text=True, timeout=300).stdout
+    assert sorted(line.split()[0] for line in listed.splitlines()[1:] if line.strip()) == sorted(VIEWS)
