@@ -11,7 +11,7 @@ Example:
     ...                event_time=datetime(2026, 12, 1, tzinfo=timezone.utc),
     ...                price_shown=120.0, channel="web")
     >>> ev.model_dump(mode="json")["event_time"]
-    1764547200000
+    1796083200000
     >>> parse_event(ev.model_dump_json()).price_shown
     120.0
 """

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import prometheus_client.values  # noqa: F401  (before feast: see features/__init__.py)
 import pytest
 
 from events.config import KafkaConfig
