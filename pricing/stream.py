@@ -1,0 +1,220 @@
+"""The stream path of the scorer: ``pricing.requests`` -> :class:`~pricing.scorer.Scorer` -> ``pricing.decisions``.
+
+A consumer-group service (scale out by running more instances of the same group, up to
+the partition count of ``pricing.requests``). One loop step:
+
+1. poll up to ``batch_size`` records (``read_committed``) through
+   :class:`events.consumer.EventConsumer`; a record that is not a valid
+   :class:`~events.models.PricingRequest` goes to ``pricing.requests.dlq`` with the five
+   DLQ headers (source topic, partition, offset, error class, message);
+2. price the valid ones with one ``Scorer.price_batch`` call (one pipelined feature read);
+3. produce one :class:`~events.models.PricingDecision` per request to ``pricing.decisions``,
+   keyed by ``hotel_id``, and wait until the broker acknowledged every one of them;
+4. only then commit the input offsets.
+
+So delivery is at-least-once: a crash between 3 and 4 replays the batch, and a replay
+produces a second decision with the same ``request_id`` (consumers dedupe on it). A
+failed delivery raises :class:`StreamScorerError` out of :func:`run` without committing,
+so a restarted instance re-prices the batch instead of losing it. The scorer itself never
+raises for a valid request: a Redis outage yields rules-only decisions with
+``degraded=True`` (see :mod:`pricing.scorer`).
+
+Example:
+    >>> cfg = StreamScorerConfig(batch_size=200)
+    >>> cfg.requests_topic, cfg.decisions_topic, cfg.group_id
+    ('pricing.requests', 'pricing.decisions', 'pricing-stream-scorer')
+    >>> parse_request(b'{"event_type": "search"}')
+    Traceback (most recent call last):
+    ...
+    events.errors.EventValidationError: field 'event_type': got 'search', expected 'pricing_request'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from events.config import KafkaConfig
+from events.consumer import EventConsumer
+from events.errors import DeliveryError, EventValidationError
+from events.models import PricingDecision, PricingRequest, dumps, to_validation_error
+from events.producer import Producer
+from pricing.errors import PricingError
+from pricing.scorer import Scorer
+
+__all__ = ["StreamScorerConfig", "StreamScorerError", "StreamStats", "parse_request", "run"]
+
+
+class StreamScorerError(PricingError):
+    """The stream scorer could not deliver a batch of decisions (its input offsets stay uncommitted)."""
+
+
+class StreamScorerConfig(BaseModel):
+    """Settings of the stream scorer.
+
+    Attributes:
+        kafka: brokers and topic prefix.
+        requests_topic: logical input topic (its ``.dlq`` twin takes invalid records).
+        decisions_topic: logical output topic.
+        group_id: consumer group; instances of one group share the input partitions.
+        batch_size: most records priced per ``price_batch`` call (and per offset commit).
+        poll_timeout_s: how long one poll waits for records.
+        deadline_ms: per-request budget inside a batch (``None``: the scorer's config).
+        delivery_timeout_s: how long to wait for the broker to acknowledge a batch of decisions.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kafka: KafkaConfig = KafkaConfig()
+    requests_topic: str = "pricing.requests"
+    decisions_topic: str = "pricing.decisions"
+    group_id: str = "pricing-stream-scorer"
+    batch_size: int = Field(default=500, ge=1, le=100_000)
+    poll_timeout_s: float = Field(default=0.5, gt=0, allow_inf_nan=False)
+    deadline_ms: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    delivery_timeout_s: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+
+
+@dataclass
+class StreamStats:
+    """What one :func:`run` did.
+
+    Attributes:
+        polled: records read (valid and invalid).
+        decisions: decisions produced and acknowledged.
+        dead_lettered: invalid records sent to the DLQ.
+        batches: committed batches.
+        by_tier: decisions per deciding tier.
+        degraded: decisions with ``degraded=True``.
+        busy_s: wall time spent pricing and producing (excludes idle polls).
+        elapsed_s: wall time of the whole run.
+    """
+
+    polled: int = 0
+    decisions: int = 0
+    dead_lettered: int = 0
+    batches: int = 0
+    by_tier: Counter[str] = field(default_factory=Counter)
+    degraded: int = 0
+    busy_s: float = 0.0
+    elapsed_s: float = 0.0
+
+    @property
+    def busy_rate(self) -> float:
+        """Decisions per second of busy time (0.0 before the first decision)."""
+        return self.decisions / self.busy_s if self.busy_s > 0 else 0.0
+
+    def count(self, decisions: list[PricingDecision]) -> None:
+        self.decisions += len(decisions)
+        for decision in decisions:
+            self.by_tier[decision.tier] += 1
+            self.degraded += decision.degraded
+
+
+def parse_request(raw: bytes | str) -> PricingRequest:
+    """Parse one ``pricing.requests`` record.
+
+    Raises:
+        EventValidationError: not JSON, not a pricing request, or a field breaks the contract.
+
+    Example:
+        >>> parse_request(b'{"event_type": "pricing_request", "hotel_id": "h1", "room_type": "std",'
+        ...               b' "stay_date": "2026-12-24", "nights": 2}').nights
+        2
+    """
+    try:
+        body: Any = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        shown = raw[:80] if isinstance(raw, bytes | str) else raw
+        raise EventValidationError(field="<record>", value=shown, expected="a JSON object") from exc
+    if not isinstance(body, dict):
+        raise EventValidationError(field="<record>", value=body, expected="a JSON object")
+    kind = body.get("event_type", "pricing_request")
+    if kind != "pricing_request":
+        raise EventValidationError(field="event_type", value=kind, expected="'pricing_request'")
+    try:
+        return PricingRequest.model_validate(body)
+    except ValidationError as exc:
+        raise to_validation_error(exc) from exc
+
+
+class _Publisher:
+    """Produces decisions and waits for their acknowledgement, raising if any failed."""
+
+    def __init__(self, config: StreamScorerConfig) -> None:
+        self._timeout = config.delivery_timeout_s
+        self.producer = Producer(config.kafka, topic=config.decisions_topic)
+
+    def publish(self, decisions: list[PricingDecision]) -> None:
+        failed_before = self.producer.stats.failed
+        for decision in decisions:
+            # built by the scorer through the validating constructor: no second validation pass
+            self.producer.send_raw(decision.hotel_id.encode(), dumps(decision))
+        try:
+            self.producer.flush(self._timeout)
+        except DeliveryError as exc:
+            msg = f"decisions_topic {self.producer.topic!r}: {exc}; input offsets not committed"
+            raise StreamScorerError(msg) from exc
+        failed = self.producer.stats.failed - failed_before
+        if failed:
+            errors = self.producer.stats.errors[-3:]
+            msg = f"decisions_topic {self.producer.topic!r}: {failed} of {len(decisions)} not delivered ({errors})"
+            raise StreamScorerError(msg)
+
+
+def run(
+    config: StreamScorerConfig,
+    scorer: Scorer,
+    *,
+    stop_event: threading.Event | None = None,
+    max_idle_s: float | None = None,
+) -> StreamStats:
+    """Price ``pricing.requests`` into ``pricing.decisions`` until stopped or idle.
+
+    Args:
+        config: stream settings.
+        scorer: the routed scorer (one instance, batched calls).
+        stop_event: set it to stop after the current batch.
+        max_idle_s: return once no record arrived for this long (``None``: only ``stop_event`` stops).
+
+    Raises:
+        StreamScorerError: decisions could not be delivered; that batch's offsets are not committed.
+    """
+    stats = StreamStats()
+    stop = stop_event or threading.Event()
+    publisher = _Publisher(config)
+    consumer = EventConsumer(
+        config.kafka, topic=config.requests_topic, group_id=config.group_id, parse=parse_request
+    )
+
+    def handle(requests: list[PricingRequest]) -> None:
+        started = time.perf_counter()
+        decisions = scorer.price_batch(requests, deadline_ms=config.deadline_ms)
+        publisher.publish(decisions)  # raises before EventConsumer.process commits
+        stats.count(decisions)
+        stats.busy_s += time.perf_counter() - started
+
+    began = idle_since = time.monotonic()
+    try:
+        while not stop.is_set():
+            n = consumer.process(handle, max_records=config.batch_size, timeout_s=config.poll_timeout_s)
+            if n:
+                stats.polled += n
+                stats.batches += 1
+                idle_since = time.monotonic()
+            elif max_idle_s is not None and time.monotonic() - idle_since >= max_idle_s:
+                break
+    finally:
+        stats.dead_lettered = consumer.stats.dead_lettered
+        stats.elapsed_s = time.monotonic() - began
+        consumer.close()
+        with contextlib.suppress(DeliveryError):  # already reported by publish(); do not mask it
+            publisher.producer.flush(config.delivery_timeout_s)
+    return stats
