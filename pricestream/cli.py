@@ -1,81 +1,102 @@
 """The ``pricestream`` command: a thin shell over library calls.
 
-Every flag has a ``PRICESTREAM_*`` environment variable (see :mod:`pricestream.settings`).
+Every flag has a ``PRICESTREAM_*`` environment variable (see :mod:`pricestream.settings`);
+times are ISO-8601 with a timezone; long work shows a progress bar on stderr and results go
+to stdout. Any error ends the command with one red line naming what is wrong and exit code 1.
+
+Command groups live in :mod:`pricestream.commands`; this module holds the stack commands
+(``up``, ``down``, ``status``, ``topics``, ``produce``), ``serve``, ``query``, ``audit`` and ``demo``.
 """
 
 from __future__ import annotations
 
-import json
 import sys
-from datetime import datetime
+import threading
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from pricestream.progress import console, progress_bar
-from pricestream.settings import Settings
+from pricestream.commands import features as features_cmd
+from pricestream.commands import jobs as jobs_cmd
+from pricestream.commands import models as models_cmd
+from pricestream.commands import reports as reports_cmd
+from pricestream.commands import snapshots as snapshots_cmd
+from pricestream.commands.common import (
+    HandledGroup,
+    err,
+    fail,
+    frame_table,
+    new_app,
+    out,
+    settings,
+    table,
+)
+from pricestream.progress import progress_bar
 
-app = typer.Typer(help="Real-time hotel pricing on a streaming feature platform.", no_args_is_help=True)
-topics_app = typer.Typer(help="Kafka topics of the registry.", no_args_is_help=True)
-flink_app = typer.Typer(help="The standalone Flink cluster shipped with the PyFlink wheel.", no_args_is_help=True)
-jobs_app = typer.Typer(help="Flink jobs.", no_args_is_help=True)
+app = typer.Typer(
+    help="Real-time hotel pricing on a streaming feature platform.",
+    no_args_is_help=True,
+    cls=HandledGroup,
+    pretty_exceptions_enable=False,
+)
+topics_app = new_app("Kafka topics of the registry.")
+audit_app = new_app("The hash-chained audit log of pricing decisions.")
 app.add_typer(topics_app, name="topics")
-app.add_typer(flink_app, name="flink")
-app.add_typer(jobs_app, name="jobs")
-
-
-def _settings() -> Settings:
-    return Settings()
-
-
-def _fail(exc: Exception) -> None:
-    console.print(f"[red]error:[/red] {exc}")
-    raise typer.Exit(code=1)
+app.add_typer(audit_app, name="audit")
+app.add_typer(features_cmd.app, name="features")
+app.add_typer(jobs_cmd.flink_app, name="flink")
+app.add_typer(jobs_cmd.jobs_app, name="jobs")
+app.add_typer(jobs_cmd.druid_app, name="druid")
+app.add_typer(snapshots_cmd.app, name="snapshot")
+app.add_typer(models_cmd.models_app, name="models")
+app.add_typer(models_cmd.rollout_app, name="rollout")
+app.add_typer(reports_cmd.monitor_app, name="monitor")
+app.add_typer(reports_cmd.evaluate_app, name="evaluate")
+app.add_typer(reports_cmd.router_app, name="router")
 
 
 @app.command()
 def up(
-    with_: Annotated[list[str] | None, typer.Option("--with", help="extra services: druid, flink")] = None,
+    with_: Annotated[
+        list[str] | None, typer.Option("--with", envvar="PRICESTREAM_WITH", help="extra services: druid, flink")
+    ] = None,
 ) -> None:
     """Start the local stack (Kafka, Redis; optionally Druid, Flink). Idempotent."""
     from infra import stack
-    from infra.errors import InfraError
 
-    settings = _settings()
+    config = settings().stack()
     extras = set(with_ or [])
-    try:
-        with console.status("resolving jars and starting Kafka and Redis"):
-            statuses = stack.up(settings.stack())
-        if "flink" in extras:
-            from infra import flink_cluster
+    unknown = extras - {"druid", "flink"}
+    if unknown:
+        fail(f"--with: got {sorted(unknown)}, expected any of ['druid', 'flink']")
+    with err.status("resolving jars and starting Kafka and Redis"):
+        statuses = stack.up(config)
+    if "flink" in extras:
+        from infra import flink_cluster
 
-            flink_cluster.start(settings.stack())
-        if "druid" in extras:
-            from infra import druid_stack
+        with err.status("starting the standalone Flink cluster"):
+            flink_cluster.start(config)
+    if "druid" in extras:
+        from infra import druid_stack
 
-            with console.status("assembling and starting Druid (minutes on first run)"):
-                druid_stack.start(druid_stack.settings_for(settings.stack()))
-    except InfraError as exc:
-        _fail(exc)
+        with err.status("assembling and starting Druid (minutes on first run)"):
+            druid_stack.assemble(config.cache_dir, mvn=config.mvn)
+            druid_stack.start(druid_stack.settings_for(config))
     _print_status(statuses)
 
 
 @app.command()
 def down() -> None:
     """Stop what ``up`` started (pid files only)."""
-    from infra import stack
+    from infra import druid_stack, flink_cluster, stack
 
-    from infra import druid_stack, flink_cluster
-
-    settings = _settings()
-    config = settings.stack()
+    config = settings().stack()
     stopped = druid_stack.stop(druid_stack.settings_for(config).state_dir)
     if flink_cluster.stop(config):
         stopped.append("flink")
     stopped += stack.down(config)
-    console.print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+    out.print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
 
 
 @app.command()
@@ -83,14 +104,12 @@ def status() -> None:
     """Show what is running."""
     from infra import stack
 
-    _print_status(stack.status(_settings().stack()))
+    _print_status(stack.status(settings().stack()))
 
 
 def _print_status(statuses: list) -> None:
-    table = Table("service", "pid", "ready", "endpoint")
-    for s in statuses:
-        table.add_row(s.name, str(s.pid or "-"), "yes" if s.ready else "no", s.endpoint)
-    console.print(table)
+    rows = [(s.name, s.pid or "-", "yes" if s.ready else "no", s.endpoint) for s in statuses]
+    out.print(table(("service", "pid", "ready", "endpoint"), rows))
 
 
 @topics_app.command("create")
@@ -98,44 +117,138 @@ def topics_create() -> None:
     """Create every registry topic and its DLQ twin (idempotent)."""
     from events.admin import create_topics
 
-    result = create_topics(_settings().kafka())
-    table = Table("topic", "result")
-    for name, outcome in sorted(result.items()):
-        table.add_row(name, outcome)
-    console.print(table)
+    result = create_topics(settings().kafka())
+    out.print(table(("topic", "result"), sorted(result.items())))
 
 
 @app.command()
 def produce(
-    hotels: Annotated[int, typer.Option(envvar="PRICESTREAM_HOTELS")] = 20,
-    rate: Annotated[float, typer.Option(envvar="PRICESTREAM_RATE", help="events per second")] = 2000.0,
-    duration: Annotated[float, typer.Option(envvar="PRICESTREAM_DURATION", help="seconds")] = 10.0,
+    hotels: Annotated[int, typer.Option(envvar="PRICESTREAM_HOTELS", min=1)] = 20,
+    rate: Annotated[float, typer.Option(envvar="PRICESTREAM_RATE", help="events per second", min=1.0)] = 2000.0,
+    duration: Annotated[float, typer.Option(envvar="PRICESTREAM_DURATION", help="seconds", min=0.1)] = 10.0,
     seed: Annotated[int, typer.Option(envvar="PRICESTREAM_SEED")] = 7,
 ) -> None:
     """Publish simulated behaviour events to Kafka at a steady rate."""
     from events.admin import create_topics
     from pricestream.produce import produce as run_produce
 
-    settings = _settings()
-    create_topics(settings.kafka())
+    config = settings().kafka()
+    create_topics(config)
     with progress_bar("producing", total=int(rate * duration)) as bar:
         report = run_produce(
-            settings.kafka(), hotels=hotels, rate=rate, duration_s=duration, seed=seed,
+            config, hotels=hotels, rate=rate, duration_s=duration, seed=seed,
             on_progress=lambda n: bar.advance(bar.task_ids[0], n),
         )
-    console.print(
+    out.print(
         f"sent {report.sent}, delivered {report.delivered}, failed {report.failed}, "
         f"rejected before sending {report.rejected}, DLQ'd {report.dlq_records} "
         f"({report.rate:,.0f} events/s over {report.seconds:.1f}s)"
     )
 
 
-def _iso(value: str) -> datetime:
-    parsed = datetime.fromisoformat(value)
-    if parsed.tzinfo is None:
-        msg = f"timestamp {value!r} has no timezone; give an ISO-8601 time with an offset, e.g. 2026-11-30T12:00Z"
-        raise typer.BadParameter(msg)
-    return parsed
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(envvar="PRICESTREAM_HTTP_HOST", help="bind address")] = None,
+    port: Annotated[int | None, typer.Option(envvar="PRICESTREAM_HTTP_PORT", min=1, max=65535)] = None,
+    audit: Annotated[bool, typer.Option(envvar="PRICESTREAM_AUDIT", help="append decisions to the audit log")] = True,
+) -> None:
+    """Serve ``POST /v1/price`` (uvicorn) with the registry's models, the rules file and Redis features."""
+    import uvicorn
+
+    from feedback.registry import ModelRegistry
+    from pricestream.wiring import build_scorer, start_reloader
+    from pricing.audit import AuditLog
+    from pricing.service import create_app
+
+    s = settings()
+    log = AuditLog(s.audit()) if audit else None
+    stop = threading.Event()
+    try:
+        with progress_bar("loading models", total=2) as bar:
+            scorer = build_scorer(
+                s, audit=log, on_progress=lambda step, done, total: bar.update(
+                    bar.task_ids[0], description=step, completed=done, total=total)
+            )
+        start_reloader(scorer, ModelRegistry(s.registry()), interval_s=s.reload_interval_s, stop=stop)
+        health = scorer.health()
+        bind_host, bind_port = host or s.http_host, port or s.http_port
+        err.print(
+            f"serving on http://{bind_host}:{bind_port}  light {health['light']['version']}, "
+            f"heavy {health['heavy']['version']}; audit log: {s.audit() if log else 'off'}"
+        )
+        uvicorn.run(create_app(scorer), host=bind_host, port=bind_port, log_level="warning")
+    finally:
+        stop.set()
+        if log is not None:
+            log.close()
+
+
+@app.command()
+def query(
+    sql: Annotated[str, typer.Argument(help="SQL over the features_v1 datasource")],
+    engine: Annotated[str, typer.Option(envvar="PRICESTREAM_QUERY_ENGINE", help="auto, druid or duckdb")] = "auto",
+    out_file: Annotated[
+        Path | None, typer.Option("--out", envvar="PRICESTREAM_QUERY_OUT", help="write all rows to .csv or .parquet")
+    ] = None,
+    limit: Annotated[int, typer.Option(envvar="PRICESTREAM_QUERY_LIMIT", min=1, help="rows shown")] = 50,
+) -> None:
+    """Run analyst SQL on Druid, or on DuckDB over the offline store when Druid is not up."""
+    from features.analytics import query as run_query
+
+    if engine not in ("auto", "druid", "duckdb"):
+        fail(f"--engine: got {engine!r}, expected one of ['auto', 'druid', 'duckdb']")
+    if out_file is not None and out_file.suffix not in (".csv", ".parquet"):
+        fail(f"--out: got {str(out_file)!r}, expected a path ending in .csv or .parquet")
+    s = settings()
+    with err.status(f"querying ({engine})"):
+        result = run_query(sql, engine=engine, druid_url=s.druid_url, offline_root=s.offline())  # type: ignore[arg-type]
+    out.print(frame_table(result.frame, limit=limit))
+    shown = min(limit, len(result.frame))
+    line = f"{len(result.frame)} rows (showing {shown}), answered by {result.engine}"
+    if out_file is not None:
+        line += f"; written to {result.write(out_file)}"
+    out.print(line)
+
+
+@audit_app.command("verify")
+def audit_verify(
+    path: Annotated[Path | None, typer.Argument(envvar="PRICESTREAM_AUDIT_LOG", help="audit log (default: settings)")]
+    = None,
+) -> None:
+    """Walk the hash chain of the audit log; exit 1 naming the first broken line."""
+    from pricing.audit import verify
+
+    target = path or settings().audit()
+    result = verify(target)
+    if not result.ok:
+        where = f"line {result.first_bad_position}" if result.first_bad_position is not None else "head"
+        fail(f"audit log {target}: chain broken at {where}: {result.reason} ({result.entries} entries intact before)")
+    out.print(f"audit log {target}: {result.entries} entries, hash chain intact")
+
+
+@app.command()
+def demo(
+    days: Annotated[int, typer.Option(envvar="PRICESTREAM_DEMO_DAYS", min=1, help="simulated days")] = 3,
+    hotels: Annotated[int, typer.Option(envvar="PRICESTREAM_DEMO_HOTELS", min=1)] = 8,
+    seed: Annotated[int | None, typer.Option(envvar="PRICESTREAM_SEED")] = None,
+) -> None:
+    """End to end on the local stack: events, features, scoring, feedback; prints a summary and a plot."""
+    from pricestream.demo import run_demo
+
+    s = settings()
+    if seed is not None:
+        s = s.model_copy(update={"seed": seed})
+    with progress_bar("demo", total=None) as bar:
+        task = bar.task_ids[0]
+
+        def on_progress(step: str, done: float | None = None, total: float | None = None) -> None:
+            bar.update(task, description=step, completed=done or 0, total=total)
+
+        report = run_demo(s, days=days, hotels=hotels, on_progress=on_progress)
+    for line in report.summary_lines():
+        out.print(line)
+    if getattr(report, "plot_path", None) is not None:
+        out.print(f"plot: {report.plot_path}")
 
 
 def main() -> None:  # pragma: no cover - console script entry
@@ -145,4 +258,4 @@ def main() -> None:  # pragma: no cover - console script entry
         sys.exit(130)
 
 
-__all__ = ["app", "json", "Path"]
+__all__ = ["app", "main"]

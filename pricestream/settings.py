@@ -17,7 +17,9 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from events.config import KafkaConfig
+from features.config import FeaturesConfig
 from infra.config import REPO_ROOT, StackConfig
+from pipelines.config import FeatureJobConfig
 
 
 class Settings(BaseSettings):
@@ -45,6 +47,12 @@ class Settings(BaseSettings):
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8000, gt=0, lt=65536)
     deadline_ms: float = 50.0
+    feast_project: str = "pricestream"
+    rollout_state: Path | None = None
+    reports_dir: Path = REPO_ROOT / "reports"
+    seed: int = 7
+    reload_interval_s: float = Field(default=5.0, gt=0)
+    bootstrap_rows: int = Field(default=6000, ge=200)
 
     def stack(self) -> StackConfig:
         return StackConfig(
@@ -80,3 +88,29 @@ class Settings(BaseSettings):
 
     def audit(self) -> Path:
         return self.audit_log or self.data_dir / "audit" / "decisions.jsonl"
+
+    def rollout(self) -> Path:
+        """State file of progressive delivery (``pricestream rollout ...``)."""
+        return self.rollout_state or self.data_dir / "rollout" / "rollout.json"
+
+    def features(self) -> FeaturesConfig:
+        """Feature-store settings (Feast project, Redis, offline store, snapshots) under the data dir."""
+        return FeaturesConfig(
+            project=self.feast_project,
+            state_dir=self.data_dir,
+            offline_root=self.offline(),
+            snapshot_root=self.snapshots(),
+            redis_url=self.redis(),
+            kafka=self.kafka(),
+        )
+
+    def feature_job(self, **overrides: object) -> FeatureJobConfig:
+        """The Flink feature job's config: this Kafka, the resolved connector jar, checkpoints under state."""
+        kafka = self.kafka()
+        fields: dict[str, object] = {
+            "bootstrap_servers": kafka.bootstrap_servers,
+            "topic_prefix": kafka.topic_prefix,
+            "connector_jar": self.stack().flink_kafka_connector_jar,
+            "checkpoint_dir": self.state_dir / "flink" / "feature-job-checkpoints",
+        }
+        return FeatureJobConfig.model_validate(fields | {k: v for k, v in overrides.items() if v is not None})

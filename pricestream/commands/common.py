@@ -1,0 +1,144 @@
+"""What every command shares: consoles, the one-red-line error handler, ISO-8601 times, tables.
+
+Errors: any exception that escapes a command becomes one red line on stderr naming what is
+wrong, and exit code 1 (no traceback). ``PRICESTREAM_DEBUG=1`` re-raises instead, for bugs.
+
+Example:
+    >>> parse_time("2026-11-30T12:00:00+01:00", option="--as-of").isoformat()
+    '2026-11-30T11:00:00+00:00'
+    >>> parse_time("2026-11-30T12:00", option="--as-of")
+    Traceback (most recent call last):
+    ...
+    pricestream.commands.common.CliInputError: --as-of: got '2026-11-30T12:00', expected an ISO-8601 time with \
+a timezone, e.g. 2026-11-30T12:00:00Z
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from typer import _click as click
+from typer.core import TyperGroup
+
+from pricestream.progress import console as err
+from pricestream.settings import Settings
+
+out = Console(soft_wrap=True)
+"""Results (tables, summaries) go to stdout; progress and errors to stderr (:data:`err`)."""
+
+DEBUG_ENV = "PRICESTREAM_DEBUG"
+
+
+class CliInputError(ValueError):
+    """A flag or argument that the CLI itself refuses (names the option, the value and the expectation)."""
+
+
+class HandledGroup(TyperGroup):
+    """A typer group whose commands fail with one red line and exit code 1 instead of a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, click.ClickException):
+            raise
+        except Exception as exc:
+            if os.environ.get(DEBUG_ENV):
+                raise
+            report_error(exc)
+            raise typer.Exit(code=1) from None
+
+
+def report_error(exc: BaseException) -> None:
+    """Print ``error: <message>`` in red on one line (the exception class when the message is empty)."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    if not isinstance(exc, CliInputError) and type(exc).__module__.split(".")[0] not in _OURS:
+        message = f"{type(exc).__name__}: {message}"
+    err.print(f"[bold red]error:[/bold red] [red]{escape(message)}[/red]", soft_wrap=True, highlight=False)
+
+
+_OURS = frozenset({"events", "pipelines", "features", "pricing", "routing", "feedback", "infra", "pricestream"})
+
+
+def fail(message: str) -> None:
+    """Stop the command with one red line and exit code 1."""
+    raise CliInputError(message)
+
+
+def new_app(help_text: str) -> typer.Typer:
+    """A sub-command group with the red-line error handler."""
+    return typer.Typer(help=help_text, no_args_is_help=True, cls=HandledGroup, pretty_exceptions_enable=False)
+
+
+def settings() -> Settings:
+    """Settings from ``PRICESTREAM_*`` (read at call time, so tests can set the environment)."""
+    return Settings()
+
+
+def parse_time(value: str, *, option: str) -> datetime:
+    """An aware UTC datetime from ISO-8601 text with a timezone (``Z`` or an offset)."""
+    expected = "an ISO-8601 time with a timezone, e.g. 2026-11-30T12:00:00Z"
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        msg = f"{option}: got {value!r}, expected {expected}"
+        raise CliInputError(msg) from None
+    if parsed.tzinfo is None:
+        msg = f"{option}: got {value!r}, expected {expected}"
+        raise CliInputError(msg)
+    return parsed.astimezone(UTC)
+
+
+def iso(value: datetime | float | None) -> str:
+    """ISO-8601 (UTC) of a datetime or epoch seconds; ``-`` for None.
+
+    Example:
+        >>> iso(0.0), iso(None)
+        ('1970-01-01T00:00:00+00:00', '-')
+    """
+    if value is None:
+        return "-"
+    when = datetime.fromtimestamp(value, tz=UTC) if isinstance(value, int | float) else value.astimezone(UTC)
+    return when.isoformat(timespec="seconds")
+
+
+def fmt(value: object, digits: int = 4) -> str:
+    """Short text of a cell: floats to ``digits`` significant digits, times as ISO-8601, None as ``-``.
+
+    Example:
+        >>> fmt(3.14159), fmt(None), fmt(12)
+        ('3.142', '-', '12')
+    """
+    if value is None or (isinstance(value, float) and value != value):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    if isinstance(value, pd.Timestamp | datetime):
+        return iso(value.to_pydatetime() if isinstance(value, pd.Timestamp) else value)
+    return str(value)
+
+
+def table(columns: Sequence[str], rows: Iterable[Sequence[object]], *, title: str | None = None) -> Table:
+    """A rich table of ``rows`` (cells formatted with :func:`fmt`)."""
+    view = Table(*columns, title=title)
+    for row in rows:
+        view.add_row(*(fmt(cell) for cell in row))
+    return view
+
+
+def frame_table(frame: pd.DataFrame, *, limit: int, title: str | None = None) -> Table:
+    """The first ``limit`` rows of ``frame`` as a rich table."""
+    shown = frame.head(limit)
+    return table([str(c) for c in frame.columns], shown.itertuples(index=False, name=None), title=title)
+
+
+def kv_table(pairs: Iterable[tuple[str, object]], *, title: str | None = None) -> Table:
+    """A two-column (field, value) table."""
+    return table(("field", "value"), pairs, title=title)

@@ -1,0 +1,123 @@
+"""``pricestream jobs ...``, ``flink ...`` and ``druid ...``: the feature job and the clusters it runs on."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from pricestream.commands.common import err, fail, kv_table, new_app, out, settings
+
+if TYPE_CHECKING:
+    from pipelines.config import FeatureJobConfig
+
+jobs_app = new_app("Flink jobs (embedded MiniCluster or the standalone cluster).")
+flink_app = new_app("The standalone Flink cluster shipped with the PyFlink wheel.")
+druid_app = new_app("Druid ingestion (Kafka supervisors).")
+
+JOBS = ("features",)
+_Startup = Annotated[
+    str | None,
+    typer.Option(envvar="PRICESTREAM_JOB_STARTUP", help="earliest-offset, group-offsets or latest-offset"),
+]
+_Bounded = Annotated[
+    bool, typer.Option(envvar="PRICESTREAM_JOB_BOUNDED", help="stop at the offsets latest when the job started")
+]
+_Parallelism = Annotated[int | None, typer.Option(envvar="PRICESTREAM_JOB_PARALLELISM", min=1)]
+
+
+def _job_config(job: str, *, startup: str | None, bounded: bool, parallelism: int | None) -> FeatureJobConfig:
+    if job not in JOBS:
+        fail(f"job: got {job!r}, expected one of {list(JOBS)}")
+    config = settings().feature_job(startup=startup, bounded=bounded or None, parallelism=parallelism)
+    if not config.connector_jar.exists():
+        fail(f"Flink Kafka connector jar {config.connector_jar} not found; run `pricestream up` to resolve jars")
+    return config
+
+
+@jobs_app.command("run")
+def jobs_run(
+    job: Annotated[str, typer.Argument(help="job name: features")],
+    startup: _Startup = None,
+    bounded: _Bounded = False,
+    parallelism: _Parallelism = None,
+) -> None:
+    """Run a job in the embedded Flink MiniCluster, in this process, until it ends (bounded) or Ctrl-C."""
+    from pipelines import feature_job
+
+    config = _job_config(job, startup=startup, bounded=bounded, parallelism=parallelism)
+    what = "bounded: until the offsets at start" if config.bounded else "unbounded: Ctrl-C to stop"
+    with err.status(f"feature job {config.topic(config.source_topic)} -> {config.topic(config.sink_topic)} ({what})"):
+        feature_job.run(config, wait=True)
+    out.print(f"feature job finished: {config.topic(config.source_topic)} -> {config.topic(config.sink_topic)}")
+
+
+@jobs_app.command("submit")
+def jobs_submit(
+    job: Annotated[str, typer.Argument(help="job name: features")],
+    startup: _Startup = None,
+    bounded: _Bounded = False,
+    parallelism: _Parallelism = None,
+) -> None:
+    """Submit a job to the standalone Flink cluster (``pricestream flink up`` first); prints the job id."""
+    from infra import flink_cluster
+    from infra.config import REPO_ROOT
+
+    config = _job_config(job, startup=startup, bounded=bounded, parallelism=parallelism)
+    stack = settings().stack()
+    if flink_cluster.overview(stack) is None:
+        fail(f"no Flink cluster answers at {flink_cluster.rest_url(stack)}; start one with `pricestream flink up`")
+    module = REPO_ROOT / "pipelines" / "feature_job.py"
+    with err.status(f"submitting {module.name} to {flink_cluster.rest_url(stack)}"):
+        job_id = flink_cluster.submit_python_job(stack, module, ["--config-json", config.model_dump_json()])
+    out.print(f"submitted {job}: job id {job_id} ({flink_cluster.rest_url(stack)}/#/job/running/{job_id})")
+
+
+@flink_app.command("up")
+def flink_up() -> None:
+    """Start the standalone JobManager and TaskManager (idempotent)."""
+    from infra import flink_cluster
+
+    stack = settings().stack()
+    with err.status("starting the Flink cluster"):
+        overview = flink_cluster.start(stack)
+    out.print(f"flink up at {flink_cluster.rest_url(stack)}: {overview.get('taskmanagers')} taskmanager(s), "
+              f"{overview.get('slots-total')} slots")
+
+
+@flink_app.command("down")
+def flink_down() -> None:
+    """Stop the cluster that ``flink up`` started."""
+    from infra import flink_cluster
+
+    stopped = flink_cluster.stop(settings().stack())
+    out.print("flink stopped" if stopped else "flink was not running (no pid files)")
+
+
+@flink_app.command("status")
+def flink_status() -> None:
+    """Cluster overview from the REST API."""
+    from infra import flink_cluster
+
+    stack = settings().stack()
+    overview = flink_cluster.overview(stack)
+    if overview is None:
+        out.print(f"flink: not running (nothing answers at {flink_cluster.rest_url(stack)})")
+        return
+    out.print(kv_table(sorted(overview.items()), title=f"flink at {flink_cluster.rest_url(stack)}"))
+
+
+@druid_app.command("ingest")
+def druid_ingest(
+    druid_url: Annotated[str | None, typer.Option(envvar="PRICESTREAM_DRUID_URL", help="router or overlord")] = None,
+) -> None:
+    """Create or update the Kafka supervisors that ingest ``features.v1`` and ``behaviour.events``."""
+    from infra.druid_stack import submit_supervisors
+
+    s = settings()
+    url = druid_url or s.druid_url
+    kafka = s.kafka()
+    with err.status(f"submitting supervisors to {url}"):
+        ids = submit_supervisors(url, kafka.bootstrap_servers, topic_prefix=kafka.topic_prefix)
+    out.print(f"supervisors running: {', '.join(ids)} (Druid at {url})")
+

@@ -1,0 +1,218 @@
+"""``pricestream models ...`` (the registry) and ``pricestream rollout ...`` (progressive delivery)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import numpy as np
+import typer
+
+from pricestream.commands.common import err, fail, kv_table, new_app, out, settings, table
+
+if TYPE_CHECKING:
+    from feedback.registry import ModelRegistry
+    from routing.delivery import Evidence, RolloutController
+
+models_app = new_app("The model registry: versions, promotion, rollback.")
+rollout_app = new_app("Progressive delivery of a model version: shadow, canary, blend, full.")
+
+_TIERS = ("light", "heavy")
+_SHOWN_METRICS = ("holdout_auc", "holdout_logloss", "auc", "logloss")
+
+
+def _registry() -> ModelRegistry:
+    from feedback.registry import ModelRegistry
+
+    return ModelRegistry(settings().registry())
+
+
+@models_app.command("list")
+def models_list(
+    tier: Annotated[str | None, typer.Option(envvar="PRICESTREAM_TIER", help="light or heavy")] = None,
+) -> None:
+    """Registered versions, oldest first (``*`` marks the live one of its tier)."""
+    registry = _registry()
+    entries = registry.list(tier)
+    if not entries:
+        out.print(f"no models registered under {registry.root}")
+        return
+    live = {t: (e.version if (e := registry.current(t)) else None) for t in _TIERS}
+    rows = []
+    for e in sorted(entries, key=lambda e: e.created_at):
+        metric = next((f"{k}={e.metrics[k]:.4g}" for k in _SHOWN_METRICS if isinstance(e.metrics.get(k), float)), "-")
+        mark = "*" if live.get(e.tier) == e.version else ""
+        rows.append((f"{mark}{e.version}", e.tier, e.status, e.parent, e.snapshot_id, metric, e.created_at))
+    out.print(table(("version", "tier", "status", "parent", "snapshot", "metric", "created"), rows))
+    out.print(f"generation {registry.generation}; registry {registry.root}")
+
+
+@models_app.command("show")
+def models_show(version: Annotated[str, typer.Argument(help="model version")]) -> None:
+    """One version: lineage, data range, ONNX hashes, metrics."""
+    e = _registry().show(version)
+    rows: list[tuple[str, object]] = [
+        ("version", e.version), ("tier", e.tier), ("status", e.status), ("path", e.path), ("parent", e.parent),
+        ("snapshot", e.snapshot_id), ("data range", " .. ".join(e.data_range) if e.data_range else None),
+        ("created", e.created_at),
+    ]
+    rows += [(f"onnx {name}", sha) for name, sha in e.onnx_sha256.items()]
+    rows += [(f"metric {k}", v) for k, v in sorted(e.metrics.items())]
+    out.print(kv_table(rows, title=f"model {e.version}"))
+
+
+@models_app.command("promote")
+def models_promote(version: Annotated[str, typer.Argument(help="model version")]) -> None:
+    """Make a version the live model of its tier (the previous one stays as rollback target)."""
+    registry = _registry()
+    e = registry.promote(version)
+    out.print(f"{e.tier}: {e.version} is live (generation {registry.generation})")
+
+
+@models_app.command("rollback")
+def models_rollback(tier: Annotated[str, typer.Argument(help="light or heavy")]) -> None:
+    """Retire the live model of a tier and bring back the one before it."""
+    if tier not in _TIERS:
+        fail(f"tier: got {tier!r}, expected one of {list(_TIERS)}")
+    registry = _registry()
+    e = registry.rollback(tier)
+    out.print(f"{tier}: rolled back to {e.version} (generation {registry.generation})")
+
+
+# ---------------------------------------------------------------------------------------------- rollout
+def _controller() -> RolloutController:
+    from routing.delivery import DeliveryConfig, RolloutController
+
+    return RolloutController(DeliveryConfig(state_path=settings().rollout()))
+
+
+def _check_version(controller: RolloutController, version: str) -> None:
+    state = controller.status()
+    if state.version != version:
+        fail(f"MODEL_VERSION: got {version!r}, but the rollout in {state.stage.value!r} is of {state.version!r}")
+
+
+@rollout_app.command("start")
+def rollout_start(
+    version: Annotated[str, typer.Argument(metavar="MODEL_VERSION")],
+    reason: Annotated[str, typer.Option(envvar="PRICESTREAM_REASON")] = "",
+) -> None:
+    """Begin shadowing a registered version against the live one of its tier."""
+    entry = _registry().show(version)
+    incumbent = _registry().current(entry.tier)
+    if incumbent is not None and incumbent.version == version:
+        fail(f"MODEL_VERSION: {version!r} is already the live {entry.tier} model; nothing to roll out")
+    state = _controller().start(version, incumbent_version=incumbent.version if incumbent else None, reason=reason)
+    out.print(f"rollout of {version} ({entry.tier}) started in {state.stage.value} against "
+              f"{state.incumbent_version or 'no incumbent'}")
+
+
+@rollout_app.command("status")
+def rollout_status(
+    version: Annotated[str | None, typer.Argument(metavar="[MODEL_VERSION]")] = None,
+) -> None:
+    """Stage, candidate weight and the history of transitions with their reasons."""
+    controller = _controller()
+    if version is not None:
+        _check_version(controller, version)
+    state = controller.status()
+    out.print(kv_table([
+        ("version", state.version), ("incumbent", state.incumbent_version), ("stage", state.stage.value),
+        ("candidate weight", state.candidate_weight), ("updated", state.updated_at),
+    ], title=f"rollout ({settings().rollout()})"))
+    rows = [(h.at, h.kind, f"{h.from_stage.value} -> {h.to_stage.value}", h.candidate_weight, h.reason)
+            for h in state.history]
+    if rows:
+        out.print(table(("at", "kind", "stage", "weight", "reason"), rows, title="history"))
+
+
+@rollout_app.command("advance")
+def rollout_advance(
+    version: Annotated[str, typer.Argument(metavar="MODEL_VERSION")],
+    evidence_file: Annotated[
+        Path | None, typer.Option("--evidence", envvar="PRICESTREAM_EVIDENCE", help="JSON of gate evidence arrays")
+    ] = None,
+    requests: Annotated[int, typer.Option(envvar="PRICESTREAM_REPLAY_REQUESTS", min=30)] = 400,
+    seed: Annotated[int | None, typer.Option(envvar="PRICESTREAM_SEED")] = None,
+) -> None:
+    """Run the gates of the current stage and move on, or abort naming the failed gate.
+
+    Evidence comes from ``--evidence`` (a JSON object with the ``routing.delivery.Evidence`` arrays,
+    e.g. collected from live traffic) or, by default, from a seeded simulator replay: both models
+    price the same requests (paired prices, candidate latency) and outcomes are drawn from the truth.
+    """
+    controller = _controller()
+    _check_version(controller, version)
+    state = controller.status()
+    evidence = _read_evidence(evidence_file) if evidence_file else _replay_evidence(
+        version, state.incumbent_version, n=requests, seed=settings().seed if seed is None else seed
+    )
+    result = controller.advance(evidence)
+    for r in result.results:
+        out.print(("[green]pass[/green] " if r.passed else "[red]FAIL[/red] ") + r.message)
+    if not result.advanced:
+        fail(f"rollout of {version} aborted in {result.from_stage.value}: {result.message}")
+    registry = _registry()
+    if result.stage.value == "full":
+        registry.promote(version)
+    out.print(f"{version}: {result.from_stage.value} -> {result.stage.value} "
+              f"(candidate weight {controller.status().candidate_weight:g})")
+
+
+@rollout_app.command("abort")
+def rollout_abort(
+    version: Annotated[str, typer.Argument(metavar="MODEL_VERSION")],
+    reason: Annotated[str, typer.Option(envvar="PRICESTREAM_REASON")] = "aborted by operator",
+) -> None:
+    """Stop the rollout and send all traffic back to the incumbent (rolls the registry back if it went full)."""
+    controller = _controller()
+    _check_version(controller, version)
+    was_full = controller.status().stage.value == "full"
+    state = controller.abort(reason)
+    registry = _registry()
+    tier = registry.show(version).tier
+    live = registry.current(tier)
+    if was_full and live is not None and live.version == version:
+        registry.rollback(tier)
+    out.print(f"rollout of {version} aborted ({reason}); incumbent {state.incumbent_version} serves")
+
+
+def _read_evidence(path: Path) -> Evidence:
+    from routing.delivery import Evidence
+
+    try:
+        body = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        fail(f"--evidence {path}: cannot read a JSON object ({exc})")
+    fields = set(Evidence.__dataclass_fields__)
+    unknown = sorted(set(body) - fields) if isinstance(body, dict) else ["<not an object>"]
+    if unknown:
+        fail(f"--evidence {path}: unknown fields {unknown}; expected some of {sorted(fields)}")
+    return Evidence(**{k: np.asarray(v, dtype=float) for k, v in body.items()})
+
+
+def _replay_evidence(version: str, incumbent: str | None, *, n: int, seed: int) -> Evidence:
+    from pricestream.commands.replay import ReplayRequests
+    from pricing.rules import RuleSet
+    from pricing.tiers import load_pricer
+    from routing.delivery import Evidence
+
+    if incumbent is None:
+        fail(f"rollout of {version} has no incumbent to compare with; give --evidence")
+    registry = _registry()
+    rules = RuleSet.load(settings().rules_file)
+    with err.status(f"replaying {n} simulated requests through {incumbent} and {version}"):
+        replay = ReplayRequests.sample(n=n, seed=seed, hotels=8)
+        inc = replay.quote(load_pricer(registry.show(str(incumbent)).path), rules)
+        cand = replay.quote(load_pricer(registry.show(version).path), rules)
+        half = n // 2  # outcome gates compare two disjoint halves of traffic, as a canary split would
+    return Evidence(
+        incumbent_prices=inc.prices,
+        candidate_prices=cand.prices,
+        candidate_latency_ms=cand.latency_ms,
+        incumbent_booked=replay.sample_booked(inc.prices, seed=seed)[:half],
+        candidate_booked=replay.sample_booked(cand.prices, seed=seed + 1)[half:],
+        incumbent_revenue=replay.true_revenue(inc.prices)[:half],
+        candidate_revenue=replay.true_revenue(cand.prices)[half:],
+    )

@@ -1,0 +1,193 @@
+"""``pricestream monitor report``, ``evaluate offpolicy`` and ``router report``: reports people look at."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import pandas as pd
+import typer
+
+from pricestream.commands.common import err, fail, kv_table, new_app, out, settings, table
+
+monitor_app = new_app("Monitoring of the live pricing loop.")
+evaluate_app = new_app("Offline evaluation of candidate models.")
+router_app = new_app("The tiered router: how much heavy compute is worth its revenue.")
+
+_REQUIRED_LOGS = ("price", "propensity")
+
+
+@monitor_app.command("report")
+def monitor_report(
+    out_file: Annotated[Path | None, typer.Option("--out", envvar="PRICESTREAM_MONITOR_OUT")] = None,
+    reference: Annotated[
+        str | None, typer.Option(envvar="PRICESTREAM_REFERENCE", help="snapshot id for the drift reference")
+    ] = None,
+    decisions: Annotated[
+        Path | None, typer.Option(envvar="PRICESTREAM_DECISIONS", help="PricingDecision JSON lines with features")
+    ] = None,
+    audit_log: Annotated[Path | None, typer.Option("--audit", envvar="PRICESTREAM_AUDIT_LOG")] = None,
+    window_hours: Annotated[float, typer.Option(envvar="PRICESTREAM_WINDOW_HOURS", min=0.1)] = 24.0,
+    stale_minutes: Annotated[float, typer.Option(envvar="PRICESTREAM_STALE_MINUTES", min=0.1)] = 60.0,
+) -> None:
+    """HTML dashboard: coverage, drift vs a snapshot, flip rate, tier shares, latency, rollout weights."""
+    from feedback.dashboard import write_dashboard
+    from pricestream.commands import monitoring as mon
+    from routing.delivery import StateStore
+
+    s = settings()
+    log = audit_log or s.audit()
+    if not log.exists():
+        fail(f"no audit log at {log}; serve some decisions first (pricestream serve / demo) or give --audit")
+    with err.status(f"reading {log}"):
+        decided = mon.audit_frame(log)
+    if decided.empty:
+        fail(f"audit log {log} holds no decisions")
+    now = decided["time"].max().to_pydatetime()
+    with err.status("collecting features"):
+        feats = mon.decision_features(decisions) if decisions else mon.offline_features(s.offline(), decided, until=now)
+    coverage = mon.coverage_report(feats, window=timedelta(hours=window_hours),
+                                   staleness=timedelta(minutes=stale_minutes), now=now)
+    drift = _drift(reference, feats, now)
+    state = StateStore(s.rollout()).load()
+    target = out_file or s.reports_dir / "monitor.html"
+    with err.status(f"drawing {target}"):
+        path = write_dashboard(
+            target, coverage=coverage, drift_history=drift, flips=mon.flip_reports(decided),
+            tier_shares=mon.tier_shares(decided), latencies_ms=mon.latencies(decided),
+            rollout_weights_history=mon.rollout_weights(state.history if state else ()),
+        )
+    shares = decided["tier"].value_counts(normalize=True).round(3).to_dict()
+    alerts = [f.name for r in drift for f in r if f.alert]
+    out.print(f"{len(decided)} decisions, tiers {shares}, features from "
+              f"{'the decisions' if decisions else 'the offline store'} ({len(feats)} rows); "
+              f"drift alerts: {', '.join(alerts) or 'none'}")
+    out.print(f"dashboard: {path}")
+
+
+def _drift(reference: str | None, feats: pd.DataFrame, now: datetime) -> list:
+    if reference is None:
+        err.print("no --reference snapshot: the drift section stays empty")
+        return []
+    from features.snapshots import load_snapshot
+    from pricestream.commands import monitoring as mon
+
+    return mon.drift_history(load_snapshot(settings().snapshots(), reference), feats, at=now)
+
+
+@evaluate_app.command("offpolicy")
+def evaluate_offpolicy(
+    candidate: Annotated[str, typer.Argument(metavar="CANDIDATE", help="registered model version")],
+    snapshot: Annotated[str, typer.Option(envvar="PRICESTREAM_SNAPSHOT", help="snapshot of logged decisions")],
+    tolerance: Annotated[float, typer.Option(envvar="PRICESTREAM_PRICE_TOLERANCE", min=0.0, max=1.0)] = 0.05,
+    method: Annotated[str, typer.Option(envvar="PRICESTREAM_OPE_METHOD", help="ips or snips")] = "snips",
+    seed: Annotated[int | None, typer.Option(envvar="PRICESTREAM_SEED")] = None,
+) -> None:
+    """Revenue per decision the CANDIDATE would have earned on logged decisions (IPS/SNIPS with a CI).
+
+    The snapshot must hold the logged decisions: price, propensity and booked (or reward) besides the
+    keys, time and features. The candidate is deterministic, so a logged decision counts when its price
+    lies within ``--tolerance`` (relative) of the candidate's price for the same input.
+    """
+    from features.snapshots import load_snapshot
+    from feedback.offpolicy import evaluate
+
+    if method not in ("ips", "snips"):
+        fail(f"--method: got {method!r}, expected 'ips' or 'snips'")
+    logs = load_snapshot(settings().snapshots(), snapshot)
+    missing = [c for c in _REQUIRED_LOGS if c not in logs] + ([] if {"booked", "reward"} & set(logs) else ["booked"])
+    if missing:
+        fail(f"snapshot {snapshot} lacks logged-decision columns {missing}; create it with "
+             "`pricestream snapshot create --entities FILE` where FILE holds the decisions with those columns")
+    logs = logs.assign(reward=logs["reward"] if "reward" in logs else logs["booked"] * logs["price"])
+    with err.status(f"pricing {len(logs)} logged inputs with {candidate}"):
+        cand_prices = _candidate_prices(candidate, logs)
+    logs["candidate_prob"] = (np.abs(cand_prices - logs["price"]) <= tolerance * logs["price"]).astype(float)
+    est = evaluate(logs, "candidate_prob", method=method, seed=settings().seed if seed is None else seed,  # type: ignore[arg-type]
+                   action_col="price")
+    logged = float(logs["reward"].mean())
+    out.print(kv_table([
+        ("candidate", candidate), ("snapshot", snapshot), ("logged decisions", est.n),
+        ("matched within tolerance", float(logs["candidate_prob"].mean())), ("method", est.method),
+        ("estimated revenue / decision", est.value), ("95% CI", f"[{est.ci_low:.4g}, {est.ci_high:.4g}]"),
+        ("logging policy revenue / decision", logged),
+    ], title="off-policy estimate"))
+
+
+def _candidate_prices(version: str, logs: pd.DataFrame) -> np.ndarray:
+    from events.catalog import ALL_FEATURES
+    from events.models import PricingRequest
+    from feedback.registry import ModelRegistry
+    from pricing.rules import RuleSet
+    from pricing.tiers import load_pricer
+
+    s = settings()
+    pricer = load_pricer(ModelRegistry(s.registry()).show(version).path)
+    rules = RuleSet.load(s.rules_file)
+    prices = []
+    for row in logs.to_dict("records"):
+        request = PricingRequest(
+            hotel_id=str(row["hotel_id"]), room_type=str(row["room_type"]), stay_date=str(row["stay_date"]),
+            event_time=pd.Timestamp(row["event_timestamp"]).to_pydatetime(), nights=int(row.get("nights", 1) or 1),
+            channel=str(row.get("channel") or "web"),
+        )
+        feats = {k: (None if pd.isna(row.get(k)) else float(row[k])) for k in ALL_FEATURES}
+        outcome = rules.evaluate(request, feats)
+        quote = pricer.quote(
+            request, feats, floor=outcome.floor, ceiling=outcome.ceiling, rule_price=outcome.rule_price
+        )
+        prices.append(outcome.clamp(quote.price))
+    return np.asarray(prices)
+
+
+@router_app.command("report")
+def router_report(
+    out_file: Annotated[Path | None, typer.Option("--out", envvar="PRICESTREAM_ROUTER_OUT")] = None,
+    requests: Annotated[int, typer.Option(envvar="PRICESTREAM_REPLAY_REQUESTS", min=10)] = 600,
+    hotels: Annotated[int, typer.Option(envvar="PRICESTREAM_HOTELS", min=1)] = 8,
+    max_revenue_loss: Annotated[float, typer.Option(envvar="PRICESTREAM_MAX_REVENUE_LOSS", min=0.0)] = 0.01,
+    seed: Annotated[int | None, typer.Option(envvar="PRICESTREAM_SEED")] = None,
+) -> None:
+    """Compute saved vs revenue lost as the heavy share sweeps 0-100%, on simulated requests (PNG)."""
+    from feedback.registry import ModelRegistry
+    from pricestream.commands.replay import ReplayRequests
+    from pricestream.progress import progress_bar
+    from pricestream.wiring import ensure_models
+    from pricing.rules import RuleSet
+    from pricing.tiers import load_pricer
+    from routing.curve import TierCosts, best_point, cost_revenue_curve, plot_curve
+    from routing.errors import RoutingInputError
+
+    s = settings()
+    run_seed = s.seed if seed is None else seed
+    with progress_bar("router report", total=4) as bar:
+        task = bar.task_ids[0]
+        light_entry, heavy_entry = ensure_models(ModelRegistry(s.registry()), seed=s.seed, rows=s.bootstrap_rows)
+        rules = RuleSet.load(s.rules_file)
+        bar.update(task, description=f"sampling {requests} requests", advance=1)
+        replay = ReplayRequests.sample(n=requests, seed=run_seed, hotels=hotels)
+        bar.update(task, description="light model", advance=1)
+        light = replay.quote(load_pricer(light_entry.path), rules)
+        bar.update(task, description="heavy model", advance=1)
+        heavy = replay.quote(load_pricer(heavy_entry.path), rules)
+        bar.update(task, description="revenue under the truth", advance=1)
+        revenue = {"rules": replay.true_revenue(replay.rules_prices(rules)),
+                   "light": replay.true_revenue(light.prices), "heavy": replay.true_revenue(heavy.prices)}
+    # Costs are the measured mean latencies of this run: the curve's x axis is real compute.
+    costs = TierCosts(rules=0.0, light=float(light.latency_ms.mean()), heavy=float(heavy.latency_ms.mean()))
+    points = cost_revenue_curve(replay.complexity(light.uncertainty), revenue, costs=costs, steps=21)
+    path = plot_curve(points, out_file or s.reports_dir / "router_curve.png", max_revenue_loss=max_revenue_loss)
+    rows = [(f"{p.heavy_share:.0%}", p.heavy_above, f"{p.compute_saved:.1%}", f"{p.revenue_lost:.2%}")
+            for p in points[::2]]
+    out.print(table(("heavy share", "heavy above", "compute saved", "revenue lost"), rows,
+                    title=f"{requests} simulated requests; light {costs.light:.2f} ms, heavy {costs.heavy:.2f} ms"))
+    try:
+        best = best_point(points, max_revenue_loss)
+        out.print(f"best within {max_revenue_loss:.1%} revenue loss: heavy share {best.heavy_share:.0%} "
+                  f"(heavy above {best.heavy_above:.3f}) saves {best.compute_saved:.1%} compute, "
+                  f"loses {best.revenue_lost:.2%} revenue")
+    except RoutingInputError:
+        out.print(f"no heavy share keeps revenue loss within {max_revenue_loss:.1%}")
+    out.print(f"plot: {path}  ({datetime.now(tz=UTC).isoformat(timespec='seconds')})")

@@ -1,0 +1,170 @@
+"""Wiring: a ready :class:`~pricing.scorer.Scorer` from settings, shared by ``serve``, the demo and services.
+
+:func:`build_scorer` loads the rules file, reads features from Redis (Feast's layout, through
+:class:`features.online_source.RedisFeatureSource`) and takes the light and heavy models that the
+registry has promoted. When the registry has none yet (a fresh checkout), :func:`ensure_models`
+trains a small bootstrap pair on the market simulator's labelled frame and registers and promotes
+it, so the first ``pricestream serve`` prices with models rather than rules alone.
+
+Example:
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from pricing.feature_source import MemoryFeatureSource
+    >>> root = Path(tempfile.mkdtemp())
+    >>> s = Settings(state_dir=root, bootstrap_rows=300)
+    >>> scorer = build_scorer(s, feature_source=MemoryFeatureSource(), models=BootstrapModels(light_trees=5,
+    ...                       heavy_members=2, heavy_trees=5))
+    >>> scorer.light is not None and scorer.heavy is not None
+    True
+    >>> sorted(e.tier for e in ModelRegistry(s.registry()).list())
+    ['heavy', 'light']
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from events.models import PricingDecision, PricingRequest
+from feedback.registry import Entry, ModelRegistry
+from pricestream.settings import Settings
+from pricing.feature_source import FeatureSource
+from pricing.models import DemandModelConfig
+from pricing.rules import RuleSet
+from pricing.scorer import Scorer, ScorerConfig
+from routing.router import TieredRouter
+
+Progress = Callable[[str, int, int], None]
+"""``on_progress(step, done, total)``: the CLI draws it; the library never prints."""
+
+BOOTSTRAP_DAYS = 60
+"""Width of the simulated time range the bootstrap models learn from (two months of seasonality)."""
+BOOTSTRAP_HOTELS = 8
+
+
+class BootstrapModels(BaseModel):
+    """Size of the bootstrap models: small enough to train in seconds on a shared laptop."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    light_trees: int = Field(default=60, ge=1)
+    heavy_members: int = Field(default=3, ge=1)
+    heavy_trees: int = Field(default=120, ge=1)
+    hotels: int = Field(default=BOOTSTRAP_HOTELS, ge=1)
+
+
+def ensure_models(
+    registry: ModelRegistry,
+    *,
+    seed: int,
+    rows: int,
+    models: BootstrapModels | None = None,
+    on_progress: Progress | None = None,
+) -> tuple[Entry, Entry]:
+    """The promoted (light, heavy) pair; trains, registers and promotes a bootstrap pair if one is missing."""
+    light, heavy = registry.current("light"), registry.current("heavy")
+    if light is not None and heavy is not None:
+        return light, heavy
+    trained = train_bootstrap(registry, seed=seed, rows=rows, models=models or BootstrapModels(),
+                              on_progress=on_progress)
+    for version in trained:
+        registry.promote(version)
+    light, heavy = registry.current("light"), registry.current("heavy")
+    if light is None or heavy is None:  # promote() above makes this unreachable unless the registry is edited
+        msg = f"registry {registry.root}: no promoted light/heavy model after bootstrap"
+        raise RuntimeError(msg)
+    return light, heavy
+
+
+def train_bootstrap(
+    registry: ModelRegistry,
+    *,
+    seed: int,
+    rows: int,
+    models: BootstrapModels,
+    on_progress: Progress | None = None,
+) -> list[str]:
+    """Train a light and a heavy bundle on the simulator's labelled frame and register both (not promoted)."""
+    from events.simulator import Market, MarketConfig, training_frame
+    from pricing.training import train_bundle
+
+    market = Market(MarketConfig(hotels=models.hotels, seed=seed))
+    start = market.config.start
+    frame = training_frame(market, n=rows, seed=seed, start=start, days=BOOTSTRAP_DAYS)
+    data_range = (start, start + timedelta(days=BOOTSTRAP_DAYS))
+    configs: dict[str, DemandModelConfig] = {
+        "light": DemandModelConfig(num_trees=models.light_trees),
+        "heavy": DemandModelConfig(n_members=models.heavy_members, num_trees=models.heavy_trees, bootstrap=True),
+    }
+    versions = []
+    with tempfile.TemporaryDirectory(prefix="pricestream-bootstrap-") as tmp:
+        for step, (tier, config) in enumerate(configs.items()):
+            if on_progress is not None:
+                on_progress(f"training bootstrap {tier} model", step, len(configs))
+            info = train_bundle(frame, Path(tmp) / tier, tier=tier, seed=seed, config=config)  # type: ignore[arg-type]
+            metrics = {**info.metrics, "bootstrap": True, "rows": rows}
+            versions.append(registry.register(info.path, tier=tier, data_range=data_range, metrics=metrics))
+    if on_progress is not None:
+        on_progress("bootstrap models registered", len(configs), len(configs))
+    return versions
+
+
+def build_scorer(
+    settings: Settings,
+    *,
+    feature_source: FeatureSource | None = None,
+    audit: Any = None,
+    on_decision: Callable[[PricingRequest, PricingDecision], None] | None = None,
+    router: TieredRouter | None = None,
+    models: BootstrapModels | None = None,
+    on_progress: Progress | None = None,
+) -> Scorer:
+    """A scorer over the registry's promoted models, the rules file and the online store.
+
+    Args:
+        settings: where the registry, rules and Redis are.
+        feature_source: the online features (``RedisFeatureSource`` over ``settings.features()`` when None).
+        audit: an :class:`pricing.audit.AuditLog` for the decisions (none when None).
+        on_decision: called with every (request, decision), e.g. to publish it to Kafka.
+        router: the tiered router (default thresholds when None).
+        models: size of the bootstrap pair trained when the registry has no promoted model.
+        on_progress: progress of a bootstrap training.
+    """
+    registry = ModelRegistry(settings.registry())
+    ensure_models(registry, seed=settings.seed, rows=settings.bootstrap_rows, models=models, on_progress=on_progress)
+    if feature_source is None:
+        from features.online_source import RedisFeatureSource
+
+        feature_source = RedisFeatureSource(settings.features())
+    scorer = Scorer(
+        ScorerConfig(deadline_ms=settings.deadline_ms),
+        rules=RuleSet.load(settings.rules_file),
+        feature_source=feature_source,
+        light=None,
+        heavy=None,
+        router=router or TieredRouter(),
+        audit=audit,
+        on_decision=on_decision,
+    )
+    scorer.reload_from(registry)
+    return scorer
+
+
+def start_reloader(
+    scorer: Scorer, registry: ModelRegistry, *, interval_s: float, stop: threading.Event
+) -> threading.Thread:
+    """A daemon thread that hot-swaps the scorer's models whenever the registry's generation moves."""
+
+    def loop() -> None:
+        while not stop.wait(interval_s):
+            scorer.reload_from(registry)
+
+    thread = threading.Thread(target=loop, name="pricestream-model-reloader", daemon=True)
+    thread.start()
+    return thread
