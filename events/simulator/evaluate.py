@@ -152,6 +152,62 @@ def oracle_policy(market: Market) -> Policy:
     return policy
 
 
+class DayAccumulator:
+    """Per-day revenue, bookings and offers of one policy's event stream.
+
+    Feed it every record of a :class:`Simulation` (``add``), then ``finish`` it.
+    The closed-loop demo uses it on the stream it also publishes to Kafka.
+    """
+
+    def __init__(self, market: Market) -> None:
+        self.market = market
+        self._acc: dict[date, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        self._amounts: dict[object, float] = {}
+
+    def add(self, event: Record) -> None:
+        day = self._acc[event.event_time.date()]
+        kind = getattr(event, "event_type", "")
+        if kind == "search":
+            day["searches"] += 1
+        elif kind == "view":
+            day["offers"] += 1
+            day["expected_revenue"] += _expected(self.market, event)
+        elif kind == "booking":
+            amount = event.price_paid * event.rooms * event.nights  # type: ignore[attr-defined]
+            self._amounts[event.booking_id] = amount  # type: ignore[attr-defined]
+            day["revenue"] += amount
+            day["net_revenue"] += amount
+            day["bookings"] += 1
+            day["rooms_sold"] += event.rooms  # type: ignore[attr-defined]
+        elif kind == "cancellation":
+            day["net_revenue"] -= self._amounts.get(event.booking_id, 0.0)  # type: ignore[attr-defined]
+            day["cancellations"] += 1
+
+    def finish(self, sim: Simulation, *, name: str, first: datetime, days: int) -> PolicyRun:
+        sold: dict[date, list[int]] = defaultdict(lambda: [0, 0])
+        for (hotel, room, night), left in sim.checkins.items():
+            cap = self.market.capacity(hotel, room)
+            sold[night][0] += cap - left
+            sold[night][1] += cap
+        out = []
+        for i in range(days):
+            d = (first + timedelta(days=i)).date()
+            vals = self._acc.get(d, {})
+            occ = sold[d][0] / sold[d][1] if d in sold else None
+            counts = {k: int(vals.get(k, 0)) for k in ("bookings", "rooms_sold", "cancellations", "offers", "searches")}
+            out.append(
+                DayStats(
+                    day=d,
+                    revenue=round(vals.get("revenue", 0.0), 2),
+                    net_revenue=round(vals.get("net_revenue", 0.0), 2),
+                    expected_revenue=round(vals.get("expected_revenue", 0.0), 2),
+                    occupancy=occ,
+                    **counts,
+                )
+            )
+        return PolicyRun(name=name, days=tuple(out))
+
+
 def simulate_days(
     market: Market,
     policy: Policy,
@@ -169,47 +225,10 @@ def simulate_days(
     sim = Simulation(
         market, start=first, duration=timedelta(days=days), policy=policy, rng_seed=seed, on_progress=on_progress
     )
-    acc: dict[date, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    amounts: dict[object, float] = {}
+    acc = DayAccumulator(market)
     for event in sim:
-        day = acc[event.event_time.date()]
-        kind = getattr(event, "event_type", "")
-        if kind == "search":
-            day["searches"] += 1
-        elif kind == "view":
-            day["offers"] += 1
-            day["expected_revenue"] += _expected(market, event)
-        elif kind == "booking":
-            amount = event.price_paid * event.rooms * event.nights  # type: ignore[attr-defined]
-            amounts[event.booking_id] = amount  # type: ignore[attr-defined]
-            day["revenue"] += amount
-            day["net_revenue"] += amount
-            day["bookings"] += 1
-            day["rooms_sold"] += event.rooms  # type: ignore[attr-defined]
-        elif kind == "cancellation":
-            day["net_revenue"] -= amounts.get(event.booking_id, 0.0)  # type: ignore[attr-defined]
-            day["cancellations"] += 1
-    sold: dict[date, list[int]] = defaultdict(lambda: [0, 0])
-    for (hotel, room, night), left in sim.checkins.items():
-        cap = market.capacity(hotel, room)
-        sold[night][0] += cap - left
-        sold[night][1] += cap
-    out = []
-    for i in range(days):
-        d = (first + timedelta(days=i)).date()
-        vals = acc.get(d, {})
-        occ = sold[d][0] / sold[d][1] if d in sold else None
-        out.append(
-            DayStats(
-                day=d,
-                revenue=round(vals.get("revenue", 0.0), 2),
-                net_revenue=round(vals.get("net_revenue", 0.0), 2),
-                expected_revenue=round(vals.get("expected_revenue", 0.0), 2),
-                occupancy=occ,
-                **{k: int(vals.get(k, 0)) for k in ("bookings", "rooms_sold", "cancellations", "offers", "searches")},
-            )
-        )
-    return PolicyRun(name=name, days=tuple(out))
+        acc.add(event)
+    return acc.finish(sim, name=name, first=first, days=days)
 
 
 def run_policy(

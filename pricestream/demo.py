@@ -1,0 +1,300 @@
+"""The closed-loop demo: the README's main command, end to end on the local stack.
+
+For each simulated day: the market simulator's shoppers ask the routed scorer for
+prices (features read from Redis), their behaviour events and the decisions go to
+Kafka, the Flink feature job turns events into features (Redis through the online
+writer), the label service joins decisions with outcomes, the active-learning
+sampler writes training examples back to Kafka, and the trainer updates the model
+(guarded), registers and promotes it; the scorer hot-reloads it for the next day.
+Revenue per day is compared with a static price and with the simulator's oracle
+on the same shoppers (common random numbers).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from events.admin import create_topics
+from events.config import KafkaConfig
+from events.models import PricingDecision, PricingRequest, Record
+from events.producer import Producer
+from events.simulator import Market, MarketConfig, Offer, Simulation, oracle_policy, static_policy, training_frame
+from events.simulator.evaluate import DayAccumulator, simulate_days
+from features.config import FeaturesConfig
+from features.online_source import RedisFeatureSource
+from features.snapshots import freeze
+from feedback.registry import ModelRegistry
+from feedback.services.label_service import LabelService, LabelServiceConfig
+from feedback.services.sampler_service import SamplerService, SamplerServiceConfig
+from feedback.services.trainer_service import Snapshot, TrainerService, TrainerServiceConfig
+from pipelines.config import FeatureJobConfig
+from pricestream.settings import Settings
+from pricing.audit import AuditLog
+from pricing.rules import RuleSet
+from pricing.scorer import Scorer, ScorerConfig
+from pricing.tiers import load_pricer
+from pricing.training import train_bundle
+from routing.router import TieredRouter
+
+_BOOTSTRAP_ROWS = 20_000  # enough for a stable first model, trained in seconds
+_DRAIN_IDLE_BATCHES = 3  # empty polls in a row that mean a service has caught up
+_LABEL_HORIZON = timedelta(hours=6)  # short, so a simulated day yields labels the same day
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class DemoReport:
+    """What the demo did, per simulated day and in total."""
+
+    days: list[dict[str, Any]] = field(default_factory=list)
+    decisions: int = 0
+    labels: int = 0
+    training_examples: int = 0
+    model_versions: list[str] = field(default_factory=list)
+    promotions: int = 0
+    rejections: list[str] = field(default_factory=list)
+    plot_path: Path | None = None
+    csv_path: Path | None = None
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.days)
+
+    def summary_lines(self) -> list[str]:
+        f = self.frame()
+        lines = [
+            f"{r.day}: pricestream {r.policy:,.0f}  static {r.static:,.0f}  oracle {r.oracle:,.0f}  "
+            f"(decisions {r.decisions}, model {r.model})"
+            for r in f.itertuples()
+        ]
+        total, static, oracle = f.policy.sum(), f.static.sum(), f.oracle.sum()
+        lines += [
+            f"revenue: pricestream {total:,.0f} vs static {static:,.0f} ({(total / static - 1) * 100:+.1f}%) "
+            f"vs oracle {oracle:,.0f} ({total / oracle * 100:.1f}% of the best possible)",
+            f"decisions {self.decisions}, labels {self.labels}, training examples written {self.training_examples}",
+            f"model versions {self.model_versions}, promotions {self.promotions}, rejections {len(self.rejections)}",
+        ]
+        if self.plot_path is not None:
+            lines.append(f"plot: {self.plot_path}  table: {self.csv_path}")
+        return lines
+
+
+@dataclass
+class _Loop:
+    """Everything one demo run wires together."""
+
+    settings: Settings
+    kafka: KafkaConfig
+    work: Path
+    market: Market
+    registry: ModelRegistry
+    scorer: Scorer
+    labels: LabelService
+    sampler: SamplerService
+    trainer: TrainerService
+    job: subprocess.Popen[bytes]
+    writer_stop: threading.Event
+    writer: threading.Thread
+
+
+def run_demo(
+    settings: Settings, *, days: int = 3, hotels: int = 8, seed: int = 7, on_progress: Progress | None = None
+) -> DemoReport:
+    """Run the closed loop for ``days`` simulated days; returns the report (and writes its plot)."""
+    say = on_progress or (lambda _msg: None)
+    loop = _start(settings, hotels=hotels, seed=seed, say=say)
+    report = DemoReport()
+    try:
+        first = datetime.now(tz=UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        for d in range(days):
+            report.days.append(_one_day(loop, first + timedelta(days=d), seed=seed + d, report=report, say=say))
+    finally:
+        _stop(loop)
+    report.model_versions = [e.version for e in loop.registry.list()]
+    report.plot_path, report.csv_path = _write_report(report, loop.work)
+    return report
+
+
+def _start(settings: Settings, *, hotels: int, seed: int, say: Progress) -> _Loop:
+    run_id = datetime.now(tz=UTC).strftime("%Y%m%d%H%M%S")
+    kafka = KafkaConfig(bootstrap_servers=settings.kafka().bootstrap_servers, topic_prefix=f"demo{run_id}-")
+    work = settings.data_dir / "demo" / run_id
+    create_topics(kafka)
+    market = Market(MarketConfig(hotels=hotels, seed=seed, start=datetime.now(tz=UTC)))
+    registry = ModelRegistry(work / "registry")
+    say("training the bootstrap light and heavy models on simulated offers")
+    snapshot = _bootstrap(market, registry, work, seed=seed)
+    features = FeaturesConfig(project=f"demo{run_id}", state_dir=work, redis_url=settings.redis(), kafka=kafka)
+    say("starting the Flink feature job and the online writer")
+    job = _start_feature_job(settings, kafka, work)
+    writer_stop = threading.Event()
+    from features.online_writer import run as run_writer
+
+    writer = threading.Thread(target=run_writer, args=(features,), kwargs={"stop_event": writer_stop}, daemon=True)
+    writer.start()
+    scorer = _scorer(settings, features, registry, work, snapshot.snapshot_id)
+    return _Loop(
+        settings, kafka, work, market, registry, scorer,
+        LabelService(LabelServiceConfig(kafka=kafka, checkpoint_dir=work / "labels", horizon=_LABEL_HORIZON)),
+        SamplerService(SamplerServiceConfig(kafka=kafka, checkpoint_dir=work / "sampler", registry_root=registry.root)),
+        TrainerService(
+            TrainerServiceConfig(kafka=kafka, state_dir=work / "trainer", registry_root=registry.root,
+                                 auto_promote=True, train_every=10**9),
+            snapshot=snapshot,
+        ),
+        job, writer_stop, writer,
+    )
+
+
+def _bootstrap(market: Market, registry: ModelRegistry, work: Path, *, seed: int) -> Snapshot:
+    frame = training_frame(market, n=_BOOTSTRAP_ROWS, seed=seed)
+    manifest = freeze(
+        frame.drop(columns=["true_prob"]).rename(columns={"event_time": "event_timestamp"}), root=work / "snapshots", as_of=datetime.now(tz=UTC),
+        definitions_hash="simulator-bootstrap",
+    )
+    for tier in ("light", "heavy"):
+        info = train_bundle(frame, work / "bundles" / tier, tier=tier, seed=seed)
+        version = registry.register(info.path, tier=tier, snapshot_id=manifest.id, metrics=info.metrics)
+        registry.promote(version)
+    return Snapshot(snapshot_id=manifest.id, frame=frame)
+
+
+def _start_feature_job(settings: Settings, kafka: KafkaConfig, work: Path) -> subprocess.Popen[bytes]:
+    config = FeatureJobConfig(
+        bootstrap_servers=kafka.bootstrap_servers, topic_prefix=kafka.topic_prefix,
+        connector_jar=settings.stack().flink_kafka_connector_jar, startup="earliest-offset",
+        checkpoint_interval_ms=1000, checkpoint_dir=work / "checkpoints", out_of_orderness_ms=1000,
+        transactional_id_prefix=f"{kafka.topic_prefix}features", group_id=f"{kafka.topic_prefix}features",
+    )
+    argv = [sys.executable, "-m", "pipelines.feature_job", "--config-json", config.model_dump_json()]
+    work.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(argv, stdout=(work / "feature_job.log").open("wb"), stderr=subprocess.STDOUT)
+
+
+def _scorer(settings: Settings, features: FeaturesConfig, registry: ModelRegistry, work: Path, snap: str) -> Scorer:
+    light, heavy = registry.current("light"), registry.current("heavy")
+    return Scorer(
+        ScorerConfig(snapshot_id=snap, stale_after_s=None),
+        rules=RuleSet.load(settings.rules_file),
+        feature_source=RedisFeatureSource(features),
+        light=load_pricer(light.path) if light else None,
+        heavy=load_pricer(heavy.path) if heavy else None,
+        router=TieredRouter(),
+        audit=AuditLog(work / "audit" / "decisions.jsonl"),
+    )
+
+
+def _one_day(loop: _Loop, start: datetime, *, seed: int, report: DemoReport, say: Progress) -> dict[str, Any]:
+    say(f"simulating {start.date()}: shoppers priced by the scorer, events and decisions to Kafka")
+    decisions: list[PricingDecision] = []
+    recent: dict[tuple[Any, ...], str] = {}
+
+    def policy(offer: Offer) -> float:
+        request = PricingRequest(
+            hotel_id=offer.hotel_id, room_type=offer.room_type, stay_date=offer.stay_date, nights=offer.nights,
+            channel=offer.channel, event_time=offer.at,  # type: ignore[arg-type]
+        )
+        decision = loop.scorer.price(request)
+        decisions.append(decision)
+        recent[(offer.hotel_id, offer.room_type, offer.stay_date)] = str(decision.decision_id)
+        return decision.price
+
+    sim = Simulation(loop.market, start=start, duration=timedelta(days=1), policy=policy, rng_seed=seed)
+    acc = DayAccumulator(loop.market)
+    with Producer(loop.kafka, topic="behaviour.events") as events:
+        for event in sim:
+            acc.add(event)
+            events.send(_link(event, recent))
+    with Producer(loop.kafka, topic="pricing.decisions") as out:
+        for decision in decisions:
+            out.send(decision)
+    ours = acc.finish(sim, name="pricestream", first=start, days=1).days[0]
+    base = {name: simulate_days(loop.market, pol, days=1, start=start, seed=seed).days[0]
+            for name, pol in (("static", static_policy(loop.market)), ("oracle", oracle_policy(loop.market)))}
+    model = _learn(loop, report, say)
+    report.decisions += len(decisions)
+    return {"day": start.date(), "policy": ours.revenue, "static": base["static"].revenue,
+            "oracle": base["oracle"].revenue, "decisions": len(decisions), "model": model}
+
+
+def _link(event: Record, recent: dict[tuple[Any, ...], str]) -> Record:
+    """Tag a view or booking with the decision that priced it (the simulator does not know ids)."""
+    kind = getattr(event, "event_type", "")
+    if kind not in ("view", "booking"):
+        return event
+    key = (event.hotel_id, event.room_type, event.stay_date)  # type: ignore[attr-defined]
+    decision = recent.get(key)
+    if decision is None:
+        return event
+    # model_construct: the producer validates the record again before it is sent
+    return type(event).model_construct(**{**event.__dict__, "decision_id": uuid.UUID(decision)})
+
+
+def _drain(step: Callable[[], Any], counter: str) -> int:
+    total, idle = 0, 0
+    while idle < _DRAIN_IDLE_BATCHES:
+        n = getattr(step(), counter, 0)
+        total += n
+        idle = idle + 1 if n == 0 else 0
+    return total
+
+
+def _learn(loop: _Loop, report: DemoReport, say: Progress) -> str:
+    say("feedback: labels, active sampling, guarded training")
+    report.labels += _drain(loop.labels.process_batch, "labels")
+    report.training_examples += _drain(loop.sampler.process_batch, "selected")
+    _drain(loop.trainer.process_batch, "consumed")
+    outcome = loop.trainer.train_now()
+    if getattr(outcome, "promoted", False):
+        report.promotions += 1
+        loop.scorer.reload_from(loop.registry)
+    elif getattr(outcome, "reason", None):
+        report.rejections.append(str(outcome.reason))
+    current = loop.registry.current("light")
+    return current.version if current else "-"
+
+
+def _stop(loop: _Loop) -> None:
+    loop.writer_stop.set()
+    loop.writer.join(timeout=30)
+    import psutil
+
+    family = psutil.Process(loop.job.pid).children(recursive=True)
+    loop.job.terminate()
+    for child in family:
+        child.terminate()
+    psutil.wait_procs([psutil.Process(loop.job.pid), *family], timeout=30)
+
+
+def _write_report(report: DemoReport, work: Path) -> tuple[Path, Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    frame = report.frame()
+    out = work / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    csv = out / "revenue_per_day.csv"
+    frame.to_csv(csv, index=False)
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for column, label in (("policy", "pricestream (closed loop)"), ("static", "static price"), ("oracle", "oracle")):
+        ax.plot(frame.day.astype(str), frame[column], marker="o", label=label)
+    ax.set_ylabel("booked revenue per simulated day")
+    ax.set_title(f"Closed loop: {report.training_examples} training examples, {report.promotions} promotions")
+    ax.legend()
+    fig.tight_layout()
+    png = out / "revenue_per_day.png"
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    return png, csv
