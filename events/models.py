@@ -43,11 +43,16 @@ CHANNELS: tuple[str, ...] = ("web", "mobile", "ota", "gds", "direct", "corporate
 Tier = Literal["rules", "light", "heavy"]
 
 
+_NUMBER = (int, float)
+
+
 def _to_utc(value: Any) -> Any:
     """Accept epoch milliseconds, ISO-8601 or an aware datetime; refuse naive times."""
+    if value.__class__ is datetime and value.tzinfo is UTC:
+        return value  # the common case (our own records, re-checked before sending): nothing to convert
     if isinstance(value, bool):
         return value
-    if isinstance(value, int | float):
+    if isinstance(value, _NUMBER):
         if not math.isfinite(value):
             return value
         return datetime.fromtimestamp(value / 1000.0, tz=UTC)
@@ -65,7 +70,7 @@ def _to_utc(value: Any) -> Any:
 
 
 def _to_millis(value: datetime) -> int:
-    return int(round(value.timestamp() * 1000))
+    return round(value.timestamp() * 1000)  # round() of a float is already an int
 
 
 UtcMillis = Annotated[datetime, PlainSerializer(_to_millis, return_type=int, when_used="json")]
