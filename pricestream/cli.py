@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -33,6 +34,9 @@ from pricestream.commands.common import (
     table,
 )
 from pricestream.progress import progress_bar
+
+if TYPE_CHECKING:
+    from events.config import KafkaConfig
 
 app = typer.Typer(
     help="Real-time hotel pricing on a streaming feature platform.",
@@ -133,7 +137,9 @@ def produce(
     from pricestream.produce import produce as run_produce
 
     config = settings().kafka()
-    create_topics(config)
+    if "created" in create_topics(config).values():
+        with err.status("waiting for the new topics' partition leaders"):
+            _wait_for_leaders(config, ("behaviour.events", "behaviour.events.dlq"))
     with progress_bar("producing", total=int(rate * duration)) as bar:
         report = run_produce(
             config, hotels=hotels, rate=rate, duration_s=duration, seed=seed,
@@ -144,6 +150,35 @@ def produce(
         f"rejected before sending {report.rejected}, DLQ'd {report.dlq_records} "
         f"({report.rate:,.0f} events/s over {report.seconds:.1f}s)"
     )
+
+
+LEADER_WAIT_S = 15.0
+"""How long a freshly created topic may take to elect partition leaders (KRaft: usually well under a second)."""
+
+
+def _wait_for_leaders(config: KafkaConfig, topics: tuple[str, ...]) -> None:
+    """Block until every partition of ``topics`` answers a watermark query (a just-created topic may not yet)."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": config.bootstrap_servers, "group.id": "pricestream-leader-wait"})
+    deadline = time.monotonic() + LEADER_WAIT_S
+    try:
+        for topic in (config.topic(t) for t in topics):
+            while True:
+                meta = consumer.list_topics(topic, timeout=5).topics.get(topic)
+                try:
+                    for pid in meta.partitions if meta is not None and meta.partitions else ():
+                        consumer.get_watermark_offsets(TopicPartition(topic, pid), timeout=2)
+                    if meta is not None and meta.partitions:
+                        break
+                except KafkaException:
+                    pass  # leader not elected yet: retry until the deadline
+                if time.monotonic() > deadline:
+                    fail(f"topic {topic!r} has no partition leader after {LEADER_WAIT_S:.0f}s at "
+                         f"{config.bootstrap_servers}")
+                time.sleep(0.2)
+    finally:
+        consumer.close()
 
 
 @app.command()
@@ -220,9 +255,11 @@ def audit_verify(
 
     target = path or settings().audit()
     result = verify(target)
+    if not result.ok and result.first_bad_position is None:
+        fail(f"audit log {target}: {result.reason}")
     if not result.ok:
-        where = f"line {result.first_bad_position}" if result.first_bad_position is not None else "head"
-        fail(f"audit log {target}: chain broken at {where}: {result.reason} ({result.entries} entries intact before)")
+        fail(f"audit log {target}: chain broken at line {result.first_bad_position}: {result.reason} "
+             f"({result.entries} entries intact before it)")
     out.print(f"audit log {target}: {result.entries} entries, hash chain intact")
 
 

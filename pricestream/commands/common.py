@@ -16,6 +16,7 @@ a timezone, e.g. 2026-11-30T12:00:00Z
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -31,7 +32,10 @@ from typer.core import TyperGroup
 from pricestream.progress import console as err
 from pricestream.settings import Settings
 
-out = Console(soft_wrap=True)
+WIDE = 160
+"""Columns of tables when stdout is not a terminal (pipes, files, tests): no truncated version ids."""
+
+out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else WIDE)
 """Results (tables, summaries) go to stdout; progress and errors to stderr (:data:`err`)."""
 
 DEBUG_ENV = "PRICESTREAM_DEBUG"
