@@ -93,8 +93,9 @@ class StreamStats:
         batches: committed batches.
         by_tier: decisions per deciding tier.
         degraded: decisions with ``degraded=True``.
-        busy_s: wall time spent pricing and producing (excludes idle polls).
-        elapsed_s: wall time of the whole run.
+        busy_s: wall time spent pricing and producing (excludes polls and commits).
+        active_s: wall time from the first batch's arrival to the last batch's commit.
+        elapsed_s: wall time of the whole run (group join and idle polls included).
     """
 
     polled: int = 0
@@ -104,12 +105,18 @@ class StreamStats:
     by_tier: Counter[str] = field(default_factory=Counter)
     degraded: int = 0
     busy_s: float = 0.0
+    active_s: float = 0.0
     elapsed_s: float = 0.0
 
     @property
     def busy_rate(self) -> float:
         """Decisions per second of busy time (0.0 before the first decision)."""
         return self.decisions / self.busy_s if self.busy_s > 0 else 0.0
+
+    @property
+    def throughput(self) -> float:
+        """Decisions per second while records were flowing (poll, parse, price, produce, commit)."""
+        return self.decisions / self.active_s if self.active_s > 0 else 0.0
 
     def count(self, decisions: list[PricingDecision]) -> None:
         self.decisions += len(decisions)
@@ -194,8 +201,12 @@ def run(
         config.kafka, topic=config.requests_topic, group_id=config.group_id, parse=parse_request
     )
 
+    first_batch: list[float] = []
+
     def handle(requests: list[PricingRequest]) -> None:
         started = time.perf_counter()
+        if not first_batch:
+            first_batch.append(started)
         decisions = scorer.price_batch(requests, deadline_ms=config.deadline_ms)
         publisher.publish(decisions)  # raises before EventConsumer.process commits
         stats.count(decisions)
@@ -209,6 +220,8 @@ def run(
                 stats.polled += n
                 stats.batches += 1
                 idle_since = time.monotonic()
+                if first_batch:
+                    stats.active_s = time.perf_counter() - first_batch[0]
             elif max_idle_s is not None and time.monotonic() - idle_since >= max_idle_s:
                 break
     finally:
