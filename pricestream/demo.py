@@ -13,9 +13,9 @@ on the same shoppers (common random numbers).
 from __future__ import annotations
 
 import subprocess
-import uuid
 import sys
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -34,12 +34,14 @@ from features.config import FeaturesConfig
 from features.online_source import RedisFeatureSource
 from features.snapshots import freeze
 from feedback.registry import ModelRegistry
+from feedback.samplers import SamplerConfig
 from feedback.services.label_service import LabelService, LabelServiceConfig
 from feedback.services.sampler_service import SamplerService, SamplerServiceConfig
 from feedback.services.trainer_service import Snapshot, TrainerService, TrainerServiceConfig
 from pipelines.config import FeatureJobConfig
 from pricestream.settings import Settings
 from pricing.audit import AuditLog
+from pricing.errors import PricingError
 from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig
 from pricing.tiers import load_pricer
@@ -49,6 +51,11 @@ from routing.router import TieredRouter
 _BOOTSTRAP_ROWS = 20_000  # enough for a stable first model, trained in seconds
 _DRAIN_IDLE_BATCHES = 3  # empty polls in a row that mean a service has caught up
 _LABEL_HORIZON = timedelta(hours=6)  # short, so a simulated day yields labels the same day
+# Booking probabilities sit mostly in 5-30%, where uncertainty varies little; a larger c
+# and floor keep a few hundred examples a day (weights stay 1/q, so training is unbiased).
+_SAMPLER_C = 2.0
+_SAMPLER_FLOOR = 0.05
+_MIN_TRAIN_EXAMPLES = 100  # fewer than this and a LightGBM update is noise: keep buffering
 
 Progress = Callable[[str], None]
 
@@ -146,7 +153,12 @@ def _start(settings: Settings, *, hotels: int, seed: int, say: Progress) -> _Loo
     return _Loop(
         settings, kafka, work, market, registry, scorer,
         LabelService(LabelServiceConfig(kafka=kafka, checkpoint_dir=work / "labels", horizon=_LABEL_HORIZON)),
-        SamplerService(SamplerServiceConfig(kafka=kafka, checkpoint_dir=work / "sampler", registry_root=registry.root)),
+        SamplerService(
+            SamplerServiceConfig(
+                kafka=kafka, checkpoint_dir=work / "sampler", registry_root=registry.root, strategy="uncertainty",
+                sampler=SamplerConfig(c=_SAMPLER_C, floor=_SAMPLER_FLOOR, seed=seed),
+            )
+        ),
         TrainerService(
             TrainerServiceConfig(kafka=kafka, state_dir=work / "trainer", registry_root=registry.root,
                                  auto_promote=True, train_every=10**9),
@@ -158,9 +170,9 @@ def _start(settings: Settings, *, hotels: int, seed: int, say: Progress) -> _Loo
 
 def _bootstrap(market: Market, registry: ModelRegistry, work: Path, *, seed: int) -> Snapshot:
     frame = training_frame(market, n=_BOOTSTRAP_ROWS, seed=seed)
+    frozen = frame.drop(columns=["true_prob"]).rename(columns={"event_time": "event_timestamp"})
     manifest = freeze(
-        frame.drop(columns=["true_prob"]).rename(columns={"event_time": "event_timestamp"}), root=work / "snapshots", as_of=datetime.now(tz=UTC),
-        definitions_hash="simulator-bootstrap",
+        frozen, root=work / "snapshots", as_of=datetime.now(tz=UTC), definitions_hash="simulator-bootstrap"
     )
     for tier in ("light", "heavy"):
         info = train_bundle(frame, work / "bundles" / tier, tier=tier, seed=seed)
@@ -254,12 +266,23 @@ def _learn(loop: _Loop, report: DemoReport, say: Progress) -> str:
     report.labels += _drain(loop.labels.process_batch, "labels")
     report.training_examples += _drain(loop.sampler.process_batch, "selected")
     _drain(loop.trainer.process_batch, "consumed")
-    outcome = loop.trainer.train_now()
+    if len(loop.trainer.buffer) < _MIN_TRAIN_EXAMPLES:
+        say(f"{len(loop.trainer.buffer)} examples buffered; training waits for {_MIN_TRAIN_EXAMPLES}")
+        return _serving(loop)
+    try:
+        outcome = loop.trainer.train_now()
+    except PricingError as exc:  # a failed update keeps the serving model; the loop goes on
+        report.rejections.append(f"training failed: {exc}")
+        return _serving(loop)
     if getattr(outcome, "promoted", False):
         report.promotions += 1
         loop.scorer.reload_from(loop.registry)
     elif getattr(outcome, "reason", None):
         report.rejections.append(str(outcome.reason))
+    return _serving(loop)
+
+
+def _serving(loop: _Loop) -> str:
     current = loop.registry.current("light")
     return current.version if current else "-"
 

@@ -10,10 +10,11 @@ import json
 import uuid
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
-from events.catalog import derive
+from events.catalog import VIEWS, derive
 from events.config import KafkaConfig
 from events.models import (
     BookingEvent,
@@ -23,9 +24,14 @@ from events.models import (
     SearchEvent,
     ViewEvent,
 )
+from features.config import FeaturesConfig
+from features.online_writer import OnlineWriter
+from features.rows import parse_row
+from features.store import build_store
 from infra.config import StackConfig
 from pipelines.config import FeatureJobConfig
 from pipelines.feature_job import run
+from tests.integration._features_helpers import drop_project_keys
 from tests.integration.flink_helpers import make_topics, publish, read_all
 
 pytestmark = [pytest.mark.integration, pytest.mark.flink]
@@ -147,3 +153,26 @@ def test_bad_and_late_events_reach_the_dlq_with_reasons(job_output: tuple) -> No
     assert "field price_shown: got -3" in reasons
     assert "stay_date: 2026-10-01 is before the event date 2026-11-01" in reasons
     assert "field event_type: got teleport" in reasons
+
+
+def test_feast_online_read_returns_the_hand_computed_values(
+    job_output: tuple, stack: StackConfig, tmp_path: Path
+) -> None:
+    """features.v1 → online writer (Lua compare-and-set) → Redis → Feast get_online_features."""
+    _, rows, _ = job_output
+    config = FeaturesConfig(project=f"fj{uuid.uuid4().hex[:8]}", state_dir=tmp_path, redis_url=stack.redis_url)
+    store = build_store(config)
+    try:
+        shuffled = sorted(rows, key=lambda r: (r["version"] * 7919) % 1000003)  # arrival order must not matter
+        OnlineWriter(config).write_rows([parse_row(r) for r in shuffled])
+        refs = [f"{view}:{name}" for view, (_, names) in VIEWS.items() for name in names]
+        entity = {"hotel_id": "h1", "room_type": "std", "stay_date": "2026-11-20"}
+        got = {k.split("__")[-1]: v[0] for k, v in store.get_online_features(refs, [entity]).to_dict().items()}
+        assert got["searches_24h"] == 2.0 and got["views_24h"] == 3.0 and got["bookings_24h"] == 2.0
+        assert got["mean_price_shown_24h"] == pytest.approx(310 / 3)
+        assert got["comp_rate_median_24h"] == 95.0 and got["comp_rate_min_24h"] == 80.0
+        assert got["searches_1h"] == 1.0 and got["bookings_14d"] == 2.0 and got["cancellations_7d"] == 1.0
+        assert got["rooms_left"] == 8.0 and got["occupancy"] == pytest.approx(0.2)
+        assert got["hotel_views_24h"] == 3.0
+    finally:
+        drop_project_keys(config)
