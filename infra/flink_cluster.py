@@ -284,6 +284,16 @@ def wait_for_job(config: StackConfig, job_id: str, *, timeout_s: float, poll_s: 
     raise StartError(msg)
 
 
+def cancel_job(config: StackConfig, job_id: str) -> bool:
+    """``PATCH /jobs/<id>?mode=cancel``; True when the cluster accepted the request."""
+    request = urllib.request.Request(f"{rest_url(config)}/jobs/{job_id}?mode=cancel", method="PATCH")  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=5) as resp:  # noqa: S310
+            return bool(200 <= resp.status < 300)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
 def list_jobs(config: StackConfig) -> list[dict]:
     """``GET /jobs/overview``: one dict per job (``jid``, ``name``, ``state``, timings)."""
     body = _get(config, "/jobs/overview") or {}
