@@ -273,18 +273,16 @@ def demo(
     from pricestream.demo import run_demo
 
     s = settings()
-    if seed is not None:
-        s = s.model_copy(update={"seed": seed})
     with progress_bar("demo", total=None) as bar:
         task = bar.task_ids[0]
-
-        def on_progress(step: str, done: float | None = None, total: float | None = None) -> None:
-            bar.update(task, description=step, completed=done or 0, total=total)
-
-        report = run_demo(s, days=days, hotels=hotels, on_progress=on_progress)
-    for line in report.summary_lines():
+        report = run_demo(
+            s, days=days, hotels=hotels, seed=s.seed if seed is None else seed,
+            on_progress=lambda message: bar.update(task, description=message),
+        )
+    lines = report.summary_lines()
+    for line in lines:
         out.print(line)
-    if getattr(report, "plot_path", None) is not None:
+    if report.plot_path is not None and not any(str(report.plot_path) in line for line in lines):
         out.print(f"plot: {report.plot_path}")
 
 

@@ -88,11 +88,20 @@ def decision_features(path: Path) -> pd.DataFrame:
             if line.strip():
                 d = json.loads(line)
                 feats = d.get("features") or {}
-                rows.append({"hotel_id": d.get("hotel_id"), "time": d.get("event_time"),
+                rows.append({"hotel_id": d.get("hotel_id"), "time": _when(d.get("event_time")),
                              **{k: feats.get(k) for k in ALL_FEATURES}})
     frame = pd.DataFrame(rows, columns=["hotel_id", "time", *ALL_FEATURES])
-    frame["time"] = pd.to_datetime(frame["time"], utc=True, format="ISO8601")
+    frame["time"] = pd.to_datetime(frame["time"], utc=True)
     return frame
+
+
+def _when(value: object) -> pd.Timestamp | None:
+    """The wire format's event time: epoch milliseconds, or ISO-8601 text."""
+    if value is None:
+        return None
+    if isinstance(value, int | float):
+        return pd.Timestamp(value, unit="ms", tz="UTC")
+    return pd.Timestamp(str(value)).tz_convert("UTC")
 
 
 def offline_features(offline_root: Path, keys: pd.DataFrame, *, until: datetime) -> pd.DataFrame:
