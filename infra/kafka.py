@@ -8,7 +8,7 @@ import time
 import uuid
 from pathlib import Path
 
-from confluent_kafka import KafkaException
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from infra import processes
@@ -18,6 +18,7 @@ from infra.jars import resolve
 from infra.prereqs import java
 
 SERVICE = "kafka"
+_PROBE_GROUP = "pricestream-ready-probe"
 
 _LOG4J2 = """\
 status = warn
@@ -50,6 +51,8 @@ def _properties(config: StackConfig, data_dir: Path) -> str:
             f"log.dirs={data_dir}",
             "num.partitions=3",
             "offsets.topic.replication.factor=1",
+            # One node: one offsets partition, so the coordinator probe in wait_ready covers every group.
+            "offsets.topic.num.partitions=1",
             "transaction.state.log.replication.factor=1",
             "transaction.state.log.min.isr=1",
             "share.coordinator.state.topic.replication.factor=1",
@@ -121,13 +124,37 @@ def ready(bootstrap: str, timeout_s: float = 2.0) -> bool:
     return bool(meta.brokers)
 
 
+def coordinator_ready(bootstrap: str, timeout_s: float = 5.0) -> bool:
+    """True once the group coordinator answers an offset fetch.
+
+    A broker lists itself in metadata seconds before it has loaded ``__consumer_offsets``;
+    in that window offset fetches fail with NOT_COORDINATOR, and a consumer that assigns
+    partitions then never starts fetching.
+    """
+    probe = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": _PROBE_GROUP, "enable.auto.commit": False, "log_level": 0}
+    )
+    try:
+        probe.committed([TopicPartition(_PROBE_GROUP, 0)], timeout=timeout_s)
+    except KafkaException:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
 def wait_ready(config: StackConfig) -> None:
+    """Wait until the broker serves metadata and its group coordinator answers.
+
+    Raises:
+        StartError: the process died, or the deadline passed (with the log tail).
+    """
     deadline = time.monotonic() + config.ready_timeout_s
     while time.monotonic() < deadline:
         if processes.read_pid(config.pid_file(SERVICE)) is None:
             msg = f"kafka exited during start-up:\n{processes.tail(config.log_file(SERVICE))}"
             raise StartError(msg)
-        if ready(config.kafka_bootstrap):
+        if ready(config.kafka_bootstrap) and coordinator_ready(config.kafka_bootstrap):
             return
         time.sleep(0.5)
     msg = f"kafka not ready after {config.ready_timeout_s}s:\n{processes.tail(config.log_file(SERVICE))}"

@@ -15,20 +15,26 @@ _STOP_GRACE_S = 20.0  # Kafka flushes and closes its log segments on SIGTERM; gi
 def read_pid(pid_file: Path) -> int | None:
     """The pid in ``pid_file`` if that process is alive and still ours, else None."""
     try:
-        pid = int(pid_file.read_text().split()[0])
+        parts = pid_file.read_text().split(maxsplit=1)
+        pid = int(parts[0])
     except (FileNotFoundError, ValueError, IndexError):
         return None
-    parts = pid_file.read_text().split(maxsplit=1)
     marker = parts[1].strip() if len(parts) > 1 else ""
     try:
         cwd = os.readlink(f"/proc/{pid}/cwd")
     except (FileNotFoundError, PermissionError):
         return None
     # A recycled pid belongs to someone else: ours run with their cwd inside our state dir
-    # (redis rewrites its process title, so the command line cannot be the marker).
-    if marker and not cwd.startswith(marker):
+    # (redis rewrites its process title, so the command line cannot be the marker). The
+    # kernel reports the resolved path, so the marker is stored resolved too (see spawn).
+    if marker and not _inside(cwd, marker):
         return None
     return pid if _alive(pid) else None
+
+
+def _inside(path: str, root: str) -> bool:
+    """``path`` is ``root`` or lies below it (``/s/redis2`` is not inside ``/s/redis``)."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def spawn(
@@ -40,7 +46,7 @@ def spawn(
     process from a stranger that reused the pid.
     """
     cwd.mkdir(parents=True, exist_ok=True)
-    marker = str(cwd)
+    marker = str(cwd.resolve())  # /proc/<pid>/cwd is absolute with symlinks resolved
     pid_file.parent.mkdir(parents=True, exist_ok=True)
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with log_file.open("ab") as log:
@@ -73,6 +79,10 @@ def stop(pid_file: Path, *, grace_s: float = _STOP_GRACE_S) -> bool:
             os.killpg(pid, signal.SIGKILL)
         while _alive(pid):
             time.sleep(0.05)
+    # It may have died between _alive's reap and its state check: a zombie child of ours keeps
+    # its /proc entry (and its pid) until waited for.
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
     pid_file.unlink(missing_ok=True)
     return True
 
@@ -82,6 +92,8 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
+    except PermissionError:
+        return True  # exists, but another user's: never ours to signal (read_pid filters it out first)
     try:
         # Reap it if it is our child; a zombie is not alive.
         os.waitpid(pid, os.WNOHANG)
