@@ -207,6 +207,7 @@ class RolloutScorer:
         self.max_pending = max_pending
         self.reweight_every = reweight_every
         self.metrics = RolloutMetrics(incumbent.stats.registry if registry is None else registry)
+        self._served_count = {arm: self.metrics.decisions.labels(arm=arm) for arm in ("incumbent", "candidate")}
         self.unknown_rewards = 0
         self.callback_errors = 0
         self.last_rollback_ms: float | None = None
@@ -411,7 +412,7 @@ class RolloutScorer:
         self, request: PricingRequest, decision: PricingDecision, arm: Arm, propensity: float, stage: Stage
     ) -> PricingDecision:
         decision = decision.model_copy(update={"arm": arm, "propensity": propensity})
-        self.metrics.decisions.labels(arm=arm).inc()
+        self._served_count[arm].inc()
         if stage in (Stage.CANARY, Stage.BLEND):
             self._remember(decision, arm, stage)
             if arm == "candidate":
