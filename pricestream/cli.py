@@ -204,6 +204,7 @@ def serve(
                 s, audit=log, on_progress=lambda step, done, total: bar.update(
                     bar.task_ids[0], description=step, completed=done, total=total)
             )
+            bar.update(bar.task_ids[0], description="models loaded", completed=2, total=2)
         start_reloader(scorer, ModelRegistry(s.registry()), interval_s=s.reload_interval_s, stop=stop)
         health = scorer.health()
         bind_host, bind_port = host or s.http_host, port or s.http_port

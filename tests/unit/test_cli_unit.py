@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -131,3 +132,37 @@ def test_rollout_advance_without_a_rollout_names_the_mismatch(env: dict[str, str
     result = runner.invoke(app, ["rollout", "advance", "light-abc"], env=env)
     assert result.exit_code == 1
     assert "got 'light-abc', but the rollout in 'idle' is of None" in result.output
+
+
+def test_rollout_start_advance_abort_with_an_evidence_file(tmp_path: Path, env: dict[str, str]) -> None:
+    registry = ModelRegistry(tmp_path / "state" / "data" / "registry")
+    v1 = registry.register(_bundle(tmp_path, "b1"), tier="light")
+    v2 = registry.register(_bundle(tmp_path, "b2"), tier="light")
+    registry.promote(v1)
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"incumbent_prices": [100.0] * 50, "candidate_prices": [100.0] * 50,
+                                "candidate_latency_ms": [3.0] * 50}))
+    started = runner.invoke(app, ["rollout", "start", v2], env=env)
+    assert started.exit_code == 0 and f"against {v1}" in started.output
+    advanced = runner.invoke(app, ["rollout", "advance", v2, "--evidence", str(good)], env=env)
+    assert advanced.exit_code == 0, advanced.output
+    assert "shadow -> canary (candidate weight 0.05)" in advanced.output
+    aborted = runner.invoke(app, ["rollout", "abort", v2, "--reason", "enough"], env=env)
+    assert aborted.exit_code == 0 and f"incumbent {v1} serves" in aborted.output
+    status = runner.invoke(app, ["rollout", "status"], env=env)
+    assert "canary -> aborted" in status.output and "enough" in status.output
+    assert registry.current("light").version == v1
+
+
+def test_rollout_advance_failing_gate_exits_1_naming_it(tmp_path: Path, env: dict[str, str]) -> None:
+    registry = ModelRegistry(tmp_path / "state" / "data" / "registry")
+    registry.promote(registry.register(_bundle(tmp_path, "b1"), tier="light"))
+    v2 = registry.register(_bundle(tmp_path, "b2"), tier="light")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"incumbent_prices": [100.0] * 50, "candidate_prices": [100.0] * 30 + [150.0] * 20,
+                               "candidate_latency_ms": [3.0] * 50}))
+    runner.invoke(app, ["rollout", "start", v2], env=env)
+    result = runner.invoke(app, ["rollout", "advance", v2, "--evidence", str(bad)], env=env)
+    assert result.exit_code == 1
+    assert "gate 'flip_rate' failed: observed 0.4 > limit 0.1" in result.output
+    assert f"rollout of {v2} aborted in shadow" in result.output
