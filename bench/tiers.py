@@ -57,6 +57,9 @@ FORCED = {
     "heavy": Thresholds(rules_below=0.0, heavy_above=0.0),
 }
 RULES_SHARES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+BAND = (0.6, 1.6)
+"""Price band per room type as multiples of its base rate (hotels spread ~25% around it, so
+the band leaves the models room on either side of every hotel's own level)."""
 QUICK_HEAVY = DemandModelConfig(n_members=3, num_trees=80, num_leaves=31, bootstrap=True)
 
 
@@ -86,13 +89,23 @@ class TierRun:
     scores: np.ndarray
 
 
-def market_rules(market: Market) -> RuleSet:
-    """The default rule file with the market's base rate per room type (what an operator would configure)."""
+def market_rules(market: Market, *, band: tuple[float, float] | None = BAND) -> RuleSet:
+    """The default rule file with the market's base rate per room type (what an operator would configure).
+
+    With ``band``, each room type also gets a floor and a ceiling at those multiples of its base
+    rate (a revenue manager's price band around the best available rate), which bounds the models.
+    """
     spec = yaml.safe_load(RULES.read_text())
     base = market.config.base_prices
     spec["base_rates"] = [{"hotel": "*", "room_type": room, "rate": rate} for room, rate in base.items()]
     spec["default_base_rate"] = base[market.config.room_types[0]]
     spec["rules"] = [r for r in spec["rules"] if r["kind"] != "closed_dates"]  # a renovation is not the market
+    if band is not None:
+        for room, rate in base.items():
+            spec["rules"] += [
+                {"id": f"band-floor-{room}", "kind": "floor", "room_type": room, "price": round(band[0] * rate, 2)},
+                {"id": f"band-ceiling-{room}", "kind": "ceiling", "room_type": room, "price": round(band[1] * rate, 2)},
+            ]
     return RuleSet.from_yaml(yaml.safe_dump(spec))
 
 
@@ -235,9 +248,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=41)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="smaller heavy model")
+    parser.add_argument("--no-band", action="store_true", help="only the default global bounds")
     args = parser.parse_args(argv)
     market = Market(MarketConfig(hotels=args.hotels, seed=args.seed))
-    rules = market_rules(market)
+    rules = market_rules(market, band=None if args.no_band else BAND)
     with tempfile.TemporaryDirectory() as tmp:
         light_dir, heavy_dir = train(market, Path(tmp), n=args.train_rows, quick=args.quick, seed=args.seed)
         evaluate(market, rules, load_pricer(light_dir), load_pricer(heavy_dir), args)
