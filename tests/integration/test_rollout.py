@@ -256,7 +256,7 @@ def redis_request(i: int) -> PricingRequest:
     ids=["flips-20-percent", "shifted-prices"],
 )
 def test_a_gate_stops_a_bad_candidate_and_names_itself(
-    light: Any, tmp_path: Path, candidate: dict[str, float], failed: str, observed: float
+    light: Any, tmp_path: Path, candidate: dict[str, Any], failed: str, observed: float
 ) -> None:
     source = memory_source()
     rollout = RolloutScorer(scorer(Tagged(light, "v1"), source), config=delivery(tmp_path))
