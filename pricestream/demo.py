@@ -56,6 +56,7 @@ _LABEL_HORIZON = timedelta(hours=6)  # short, so a simulated day yields labels t
 _SAMPLER_C = 2.0
 _SAMPLER_FLOOR = 0.05
 _MIN_TRAIN_EXAMPLES = 100  # fewer than this and a LightGBM update is noise: keep buffering
+_BAND = (0.7, 1.6)  # floor and ceiling as multiples of a room's reference price
 
 Progress = Callable[[str], None]
 
@@ -149,6 +150,7 @@ def _start(settings: Settings, *, hotels: int, seed: int, say: Progress) -> _Loo
 
     writer = threading.Thread(target=run_writer, args=(features,), kwargs={"stop_event": writer_stop}, daemon=True)
     writer.start()
+    market_rules(market, work / "rules.yaml")
     scorer = _scorer(settings, features, registry, work, snapshot.snapshot_id)
     return _Loop(
         settings, kafka, work, market, registry, scorer,
@@ -193,11 +195,35 @@ def _start_feature_job(settings: Settings, kafka: KafkaConfig, work: Path) -> su
     return subprocess.Popen(argv, stdout=(work / "feature_job.log").open("wb"), stderr=subprocess.STDOUT)
 
 
+def market_rules(market: Market, path: Path) -> Path:
+    """The rule set a revenue manager would write for these hotels: base rates and a price band.
+
+    The shipped example rules know nothing of the simulated hotels' price levels, so the
+    demo writes per hotel and room type a base rate (the reference price), a floor and a
+    ceiling around it, on top of the example file's other rules.
+    """
+    import yaml
+
+    spec = yaml.safe_load((Path(__file__).resolve().parent.parent / "pricing" / "rules" / "default.yaml").read_text())
+    spec["base_rates"], bands = [], []
+    for hotel in market.config.hotel_ids:
+        for room in market.config.room_types:
+            ref = market.reference_price(hotel, room)
+            spec["base_rates"].append({"hotel": hotel, "room_type": room, "rate": round(ref, 2)})
+            for kind, factor in (("floor", _BAND[0]), ("ceiling", _BAND[1])):
+                bands.append({"id": f"{kind}-{hotel}-{room}", "kind": kind, "hotel": hotel, "room_type": room,
+                              "price": round(ref * factor, 2)})
+    spec["rules"] = bands + [r for r in spec["rules"] if r["kind"] not in ("floor", "ceiling", "max_change")]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
 def _scorer(settings: Settings, features: FeaturesConfig, registry: ModelRegistry, work: Path, snap: str) -> Scorer:
     light, heavy = registry.current("light"), registry.current("heavy")
     return Scorer(
         ScorerConfig(snapshot_id=snap, stale_after_s=None),
-        rules=RuleSet.load(settings.rules_file),
+        rules=RuleSet.load(work / "rules.yaml"),
         feature_source=RedisFeatureSource(features),
         light=load_pricer(light.path) if light else None,
         heavy=load_pricer(heavy.path) if heavy else None,
