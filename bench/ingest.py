@@ -1,0 +1,358 @@
+"""Ingest benchmark: ``behaviour.events`` → feature job (MiniCluster) → ``features.v1`` → online writer → Redis.
+
+Run: ``.venv/bin/python bench/ingest.py [--events 200000] [--rates 2000,5000] [--duration 60]``
+
+Needs the local stack (Kafka, Redis). Every run uses uuid-prefixed topics, its own consumer
+groups and its own Feast project (its Redis keys are deleted at the end).
+
+1. **Throughput.** N simulator events are produced first; then the job (bounded) and the
+   online writer start together. Printed: events in / wall time from job start until the
+   last feature row is in Redis, the job's own rate while its source was busy (REST metrics
+   of the MiniCluster), the writer's rows/s, and per operator busy / backpressured / idle
+   time (the profile). Peer: a plain confluent-kafka consumer reading the same N events.
+2. **Freshness.** For each delivery mode and rate, the job runs unbounded and the producer
+   publishes at a fixed rate (event time = wall clock); the writer's lags
+   (Redis write time − Kafka append time of the source event, per applied row) after a
+   warm-up give p50/p99/max. Peer: exactly-once against at-least-once at the same rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import threading
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+from confluent_kafka import Consumer, Producer
+from prometheus_client import CollectorRegistry
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.table import StreamTableEnvironment, TableResult
+
+from events.admin import create_topics
+from events.config import KafkaConfig
+from events.consumer import EventConsumer
+from events.models import dumps
+from events.simulator import Market, MarketConfig, simulate
+from events.topics import TopicSpec
+from features.config import FeaturesConfig
+from features.freshness import FreshnessTracker
+from features.online_writer import OnlineWriter, redis_client
+from features.rows import parse_row
+from infra.config import StackConfig
+from infra.flink_cluster import free_port
+from pipelines.config import FeatureJobConfig
+from pipelines.feature_job import build_feature_job, job_configuration
+
+PARTITIONS = 6  # as events.topics registers behaviour.events and features.v1
+WRITER_BATCH = 2000  # rows per Redis round trip; the writer's default (500) is sized for latency, not bulk
+
+
+@dataclass
+class WriterLog:
+    rows: int = 0
+    first_s: float | None = None
+    last_s: float | None = None
+    tracker: FreshnessTracker = field(default_factory=lambda: FreshnessTracker(window=10_000_000))
+
+
+def events_payloads(n: int, *, hotels: int, seed: int) -> list[tuple[bytes, dict]]:
+    """``n`` simulator events as (key, JSON dict), in event-time order."""
+    start = datetime.now(tz=UTC).replace(microsecond=0)
+    market = Market(MarketConfig(hotels=hotels, seed=seed, start=start))
+    stream = simulate(market, start=start, duration=timedelta(days=365), max_events=n, rng_seed=seed)
+    out = []
+    for event in stream:
+        body = json.loads(dumps(event))
+        out.append((str(body["hotel_id"]).encode(), body))
+    return out
+
+
+def make_topics(kafka: KafkaConfig) -> None:
+    names = ("behaviour.events", "behaviour.events.dlq", "features.v1", "features.v1.dlq")
+    create_topics(kafka, [TopicSpec(name=n, partitions=PARTITIONS) for n in names])
+
+
+def _producer(kafka: KafkaConfig) -> Producer:
+    return Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 5, "compression.type": "lz4",
+                     "enable.idempotence": True, "acks": "all"})
+
+
+def produce_all(kafka: KafkaConfig, payloads: list[tuple[bytes, dict]]) -> float:
+    """Publish everything as fast as the producer goes; returns seconds."""
+    producer, topic, t0 = _producer(kafka), kafka.topic("behaviour.events"), time.perf_counter()
+    for key, body in payloads:
+        while True:
+            try:
+                producer.produce(topic, json.dumps(body).encode(), key)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    producer.flush(60)
+    return time.perf_counter() - t0
+
+
+def produce_paced(bootstrap: str, prefix: str, payloads: list[tuple[bytes, dict]], rate: float, seconds: float) -> None:
+    """Child process: publish at ``rate``/s for ``seconds``, each event stamped with the wall clock."""
+    kafka = KafkaConfig(bootstrap_servers=bootstrap, topic_prefix=prefix)
+    producer, topic = _producer(kafka), kafka.topic("behaviour.events")
+    t0, total = time.perf_counter(), int(rate * seconds)
+    for i in range(total):
+        key, body = payloads[i % len(payloads)]
+        body = {**body, "event_id": str(uuid.uuid4()), "event_time": int(time.time() * 1000)}
+        producer.produce(topic, json.dumps(body).encode(), key)
+        if i % 50 == 0:  # pace in small steps: a smooth rate, not bursts
+            producer.poll(0)
+            ahead = i / rate - (time.perf_counter() - t0)
+            if ahead > 0:
+                time.sleep(ahead)
+    producer.flush(60)
+
+
+def peer_consume(kafka: KafkaConfig, n: int) -> float:
+    """Seconds for a plain consumer to read ``n`` records of ``behaviour.events`` (the pipe's ceiling)."""
+    consumer = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": f"peer-{uuid.uuid4().hex}",
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    consumer.subscribe([kafka.topic("behaviour.events")])
+    seen, t0 = 0, time.perf_counter()
+    while seen < n and time.perf_counter() - t0 < 120:
+        seen += sum(1 for m in consumer.consume(num_messages=10_000, timeout=1.0) if m.error() is None)
+    consumer.close()
+    return time.perf_counter() - t0
+
+
+def start_job(config: FeatureJobConfig, rest_port: int) -> TableResult:
+    conf = job_configuration(config)
+    conf.set_string("rest.port", str(rest_port))  # the MiniCluster's REST API, for the metrics below
+    env = StreamTableEnvironment.create(StreamExecutionEnvironment.get_execution_environment(conf))
+    return build_feature_job(env, config).execute()
+
+
+def rest(port: int, path: str) -> dict:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:  # noqa: S310
+        return dict(json.loads(resp.read()))
+
+
+def job_id(result: TableResult) -> str:
+    client = result.get_job_client()
+    if client is None:
+        msg = "the job has no client: was it submitted?"
+        raise RuntimeError(msg)
+    return str(client.get_job_id())
+
+
+def run_writer(features: FeaturesConfig, log: WriterLog, stop: threading.Event, *, idle_s: float | None) -> None:
+    """The online writer's loop (features.online_writer.run) with a whole-run freshness window."""
+    writer = OnlineWriter(features, registry=CollectorRegistry())
+    writer.freshness = log.tracker
+    consumer = EventConsumer(features.kafka, topic=features.topic, group_id=features.online_group, parse=parse_row)
+
+    def handle(rows: list) -> None:
+        writer.freshness = log.tracker  # the caller swaps in a fresh tracker after the warm-up
+        writer.write_rows(rows)
+        log.rows += len(rows)
+        log.last_s = time.perf_counter()
+        log.first_s = log.first_s or log.last_s
+
+    idle_since = time.perf_counter()
+    try:
+        while not stop.is_set():
+            if consumer.process(handle, max_records=WRITER_BATCH, timeout_s=0.2):
+                idle_since = time.perf_counter()
+            elif idle_s is not None and time.perf_counter() - idle_since > idle_s:
+                break
+    finally:
+        consumer.close()
+        writer.close()
+
+
+def sample_vertices(port: int, jid: str) -> tuple[str, list[dict]]:
+    """(job state, vertices with name and metrics) from the MiniCluster's REST API."""
+    body = rest(port, f"/jobs/{jid}")
+    return str(body["state"]), [{"name": v["name"], **v["metrics"]} for v in body["vertices"]]
+
+
+def watch_job(port: int, result: TableResult) -> dict:
+    """Poll the job until it ends; returns when its source started emitting, and the last metrics seen."""
+    client = result.get_job_client()
+    jid = job_id(result)
+    out: dict = {"source_first_s": None, "vertices": []}
+    while str(client.get_job_status().result()) not in {"FINISHED", "FAILED", "CANCELED"}:  # type: ignore[union-attr]
+        try:
+            _, vertices = sample_vertices(port, jid)
+        except OSError:  # not registered yet, or the per-job MiniCluster is shutting down
+            vertices = []
+        source = next((v for v in vertices if v["name"].startswith("Source")), None)
+        if source is not None and source["write-records"] > 0 and out["source_first_s"] is None:
+            out["source_first_s"] = time.perf_counter()
+        out["vertices"] = vertices or out["vertices"]
+        time.sleep(0.5)
+    out["end_s"] = time.perf_counter()
+    return out
+
+
+def all_running(port: int, jid: str) -> bool:
+    try:
+        vertices = rest(port, f"/jobs/{jid}")["vertices"]
+    except OSError:
+        return False
+    return bool(vertices) and all(v["status"] == "RUNNING" for v in vertices)
+
+
+def wait_writer_idle(log: WriterLog, *, idle_s: float, timeout_s: float) -> None:
+    deadline = time.perf_counter() + timeout_s
+    while time.perf_counter() < deadline:
+        if log.last_s is not None and time.perf_counter() - log.last_s > idle_s:
+            return
+        time.sleep(0.2)
+
+
+def cleanup(features: FeaturesConfig) -> int:
+    """Delete this run's Redis keys (Feast suffixes every key with the project)."""
+    client = redis_client(features)
+    keys = list(client.scan_iter(match=f"*{features.project}*".encode(), count=10_000))
+    for i in range(0, len(keys), 10_000):
+        client.delete(*keys[i:i + 10_000])
+    client.close()
+    return len(keys)
+
+
+def configs(stack: StackConfig, tag: str, **job: object) -> tuple[KafkaConfig, FeatureJobConfig, FeaturesConfig]:
+    run = f"{tag}{uuid.uuid4().hex[:8]}"
+    kafka = KafkaConfig(bootstrap_servers=stack.kafka_bootstrap, topic_prefix=f"{run}-")
+    job_config = FeatureJobConfig(
+        bootstrap_servers=stack.kafka_bootstrap, topic_prefix=kafka.topic_prefix,
+        connector_jar=stack.flink_kafka_connector_jar, group_id=f"{run}-job", transactional_id_prefix=run,
+        startup="earliest-offset", **job,  # type: ignore[arg-type]
+    )
+    features = FeaturesConfig(project=run, kafka=kafka, online_group=f"{run}-writer", batch_size=WRITER_BATCH)
+    return kafka, job_config, features
+
+
+def print_profile(vertices: list[dict]) -> None:
+    print("  operator                                   busy ms  backpressured ms  idle ms   records in/out")
+    for v in vertices:
+        print(f"  {v['name'][:42]:42s} {v.get('accumulated-busy-time', 0):8.0f} "
+              f"{v.get('accumulated-backpressured-time', 0):17.0f} {v.get('accumulated-idle-time', 0):8.0f}"
+              f"   {v['read-records']}/{v['write-records']}")
+
+
+def throughput(stack: StackConfig, args: argparse.Namespace) -> dict:
+    kafka, job_config, features = configs(stack, "bt", bounded=True, parallelism=args.parallelism)
+    make_topics(kafka)
+    payloads = events_payloads(args.events, hotels=args.hotels, seed=args.seed)
+    produce_s = produce_all(kafka, payloads)
+    peer_s = peer_consume(kafka, len(payloads))
+    log, stop, port = WriterLog(), threading.Event(), free_port()
+    writer = threading.Thread(target=run_writer, args=(features, log, stop), kwargs={"idle_s": None}, daemon=True)
+    t0 = time.perf_counter()
+    result = start_job(job_config, port)
+    writer.start()
+    watched = watch_job(port, result)
+    wait_writer_idle(log, idle_s=5.0, timeout_s=600.0)
+    stop.set()
+    writer.join()
+    n, end = len(payloads), log.last_s or time.perf_counter()
+    source_s = watched["end_s"] - (watched["source_first_s"] or t0)
+    out = {
+        "events": n, "produce_eps": n / produce_s, "peer_consume_eps": n / peer_s,
+        "end_to_end_eps": n / (end - t0), "job_eps": n / source_s, "rows": log.rows,
+        "writer_rows_per_s": log.rows / ((log.last_s or end) - (log.first_s or t0)),
+        "startup_s": (watched["source_first_s"] or t0) - t0, "wall_s": end - t0,
+        "redis_keys_deleted": cleanup(features),
+    }
+    print(f"throughput over {n} events (parallelism {args.parallelism}):")
+    print(f"  end to end (job start -> last row in Redis): {out['end_to_end_eps']:,.0f} events/s "
+          f"in {out['wall_s']:.1f} s, of which {out['startup_s']:.1f} s job start-up")
+    print(f"  job alone while its source ran:             {out['job_eps']:,.0f} events/s")
+    print(f"  online writer:                              {out['writer_rows_per_s']:,.0f} rows/s ({log.rows} rows)")
+    print(f"  peer, plain consumer of the same topic:     {out['peer_consume_eps']:,.0f} events/s "
+          f"-> pipeline/peer ratio {out['end_to_end_eps'] / out['peer_consume_eps']:.3f}")
+    print_profile(watched["vertices"])
+    return out
+
+
+def freshness(stack: StackConfig, args: argparse.Namespace, *, delivery: str, rate: float) -> dict:
+    kafka, job_config, features = configs(
+        stack, "bf", delivery=delivery, out_of_orderness_ms=args.out_of_orderness_ms, watermark_emit="on-event",
+        checkpoint_interval_ms=args.checkpoint_ms, parallelism=args.parallelism,
+    )
+    make_topics(kafka)
+    payloads = events_payloads(min(50_000, int(rate * 10)), hotels=args.hotels, seed=args.seed)
+    log, stop, port = WriterLog(), threading.Event(), free_port()
+    result = start_job(job_config, port)
+    jid = job_id(result)
+    while not all_running(port, jid):
+        time.sleep(0.5)
+    writer = threading.Thread(target=run_writer, args=(features, log, stop), kwargs={"idle_s": None}, daemon=True)
+    writer.start()
+    seconds = args.warmup + args.duration
+    child = mp.get_context("spawn").Process(
+        target=produce_paced, args=(stack.kafka_bootstrap, kafka.topic_prefix, payloads, rate, seconds)
+    )
+    child.start()
+    time.sleep(args.warmup)
+    log.tracker = FreshnessTracker(window=10_000_000)  # drop the warm-up lags
+    child.join()
+    time.sleep(max(3.0, 2 * args.checkpoint_ms / 1000))  # let the tail reach Redis
+    load = os.getloadavg()
+    stop.set()
+    writer.join()
+    result.get_job_client().cancel().result()  # type: ignore[union-attr]
+    lags = np.fromiter(log.tracker._recent, dtype=float)
+    p50, p99 = np.percentile(lags, [50, 99]) if lags.size else (float("nan"), float("nan"))
+    out: dict[str, float | str] = {
+        "delivery": delivery, "rate": rate, "rows": int(lags.size), "p50_s": float(p50), "p99_s": float(p99),
+        "max_s": float(lags.max()) if lags.size else float("nan"), "load_1m": load[0],
+        "redis_keys_deleted": cleanup(features),
+    }
+    print(f"freshness {delivery:13s} at {rate:6,.0f} events/s: p50 {p50 * 1000:7.0f} ms  "
+          f"p99 {p99 * 1000:7.0f} ms  max {float(out['max_s']) * 1000:7.0f} ms over {lags.size} rows "
+          f"(load {load[0]:.1f})")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--hotels", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--parallelism", type=int, default=1)
+    parser.add_argument("--rates", default="2000,5000", help="comma-separated events/s for the freshness runs")
+    parser.add_argument("--deliveries", default="exactly-once,at-least-once")
+    parser.add_argument("--duration", type=float, default=60.0, help="measured seconds per freshness run")
+    parser.add_argument("--warmup", type=float, default=10.0)
+    parser.add_argument("--checkpoint-ms", type=int, default=1000)
+    parser.add_argument("--out-of-orderness-ms", type=int, default=200)
+    parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+    stack = StackConfig()
+    print(f"load average at start: {os.getloadavg()[0]:.2f} (cores: {os.cpu_count()})")
+    figures: dict = {"load_start": os.getloadavg()[0], "freshness": []}
+    if not args.skip_throughput:
+        figures["throughput"] = throughput(stack, args)
+    for rate in (float(r) for r in args.rates.split(",") if r):
+        for delivery in args.deliveries.split(","):
+            figures["freshness"].append(freshness(stack, args, delivery=delivery, rate=rate))
+    by = {(f["delivery"], f["rate"]): f for f in figures["freshness"]}
+    for rate in sorted({f["rate"] for f in figures["freshness"]}):
+        eos, alo = by.get(("exactly-once", rate)), by.get(("at-least-once", rate))
+        if eos and alo and alo["p99_s"] > 0:
+            ratio = eos["p99_s"] / alo["p99_s"]
+            print(f"p99 freshness exactly-once / at-least-once at {rate:,.0f} events/s: {ratio:.1f}x")
+    figures["load_end"] = os.getloadavg()[0]
+    print(f"load average at end: {figures['load_end']:.2f}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(figures, fh, indent=2)
+
+
+if __name__ == "__main__":
+    main()
