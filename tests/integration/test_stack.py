@@ -105,6 +105,7 @@ def test_up_is_idempotent_state_survives_restart_and_down_leaves_nothing(
         for i in range(_RECORDS):
             producer.send_raw(b"k", f"r{i}".encode())
     assert producer.stats.delivered == _RECORDS
+    del producer  # no client may linger and reconnect while the broker is down
     consumer = _consumer(config, group)
     consumer.assign([TopicPartition(topic, 0)])
     assert _consume(consumer, _CONSUMED_BEFORE_RESTART) == [f"r{i}".encode() for i in range(_CONSUMED_BEFORE_RESTART)]
