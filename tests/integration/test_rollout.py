@@ -223,7 +223,7 @@ def test_canary_reads_features_from_redis(
         source = RedisFeatureSource(config)
         rollout = RolloutScorer(scorer(Tagged(light, "v1"), source), config=delivery(tmp_path))
         rollout.start(scorer(Tagged(light, "v2"), source), version="v2")
-        drive(rollout, redis_request, until=Stage.CANARY, n=400)
+        drive(rollout, redis_request, until=Stage.CANARY)
         decisions = [rollout.price(redis_request(i)) for i in range(400)]
         assert all(d.feature_version == 10 + int(d.hotel_id[1:]) for d in decisions)  # read from Redis
         assert {d.arm for d in decisions} == {"incumbent", "candidate"}
@@ -286,7 +286,7 @@ def test_rollback_while_four_threads_call_the_http_app(
         source = RedisFeatureSource(config)
         rollout = RolloutScorer(scorer(Tagged(light, "v1"), source), config=delivery(tmp_path), pair_share=0.25)
         rollout.start(scorer(Tagged(light, "v2"), source), version="v2")
-        drive(rollout, redis_request, until=Stage.FULL, n=600)
+        drive(rollout, redis_request, until=Stage.FULL)
         app = create_app(rollout)  # type: ignore[arg-type]
         results = run_load(app, rollout)
     finally:
