@@ -80,7 +80,8 @@ def _requests(n: int) -> list[PricingRequest]:
 
 
 def _scorer(config: FeaturesConfig, bundles: tuple[Path, Path]) -> Scorer:
-    return Scorer(ScorerConfig(), rules=RuleSet.load(RULES), feature_source=RedisFeatureSource(config),
+    return Scorer(ScorerConfig(deadline_ms=60_000.0), rules=RuleSet.load(RULES),
+                  feature_source=RedisFeatureSource(config),
                   light=load_pricer(bundles[0]), heavy=load_pricer(bundles[1]), router=TieredRouter(MODEL_ONLY))
 
 

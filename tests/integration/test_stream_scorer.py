@@ -45,8 +45,9 @@ def _scorer(light: Path) -> Scorer:
             source.put(f"h{h}", "std", date(2026, 12, 1) + timedelta(days=d),
                        {"occupancy": 0.1 * (h + 2), "rooms_left": 12.0, "capacity": 40.0, "searches_7d": 80.0},
                        version=7, event_time=T0 - timedelta(seconds=30))
-    return Scorer(ScorerConfig(), rules=RuleSet.load(RULES), feature_source=source, light=load_pricer(light),
-                  heavy=None, router=TieredRouter())
+    # a generous deadline: on a loaded CI machine a deadline fallback would be a (correct) degraded decision
+    return Scorer(ScorerConfig(deadline_ms=60_000.0), rules=RuleSet.load(RULES), feature_source=source,
+                  light=load_pricer(light), heavy=None, router=TieredRouter())
 
 
 def _requests(n: int) -> list[PricingRequest]:
