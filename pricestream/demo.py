@@ -52,8 +52,8 @@ _BOOTSTRAP_ROWS = 20_000  # enough for a stable first model, trained in seconds
 _DRAIN_IDLE_BATCHES = 3  # empty polls in a row that mean a service has caught up
 _LABEL_HORIZON = timedelta(hours=6)  # short, so a simulated day yields labels the same day
 # Booking probabilities sit mostly in 5-30%, where uncertainty varies little; a larger c
-# and floor keep a few hundred examples a day (weights stay 1/q, so training is unbiased).
-_SAMPLER_C = 2.0
+# and floor select roughly a third of the labels (weights stay 1/q, so training is unbiased).
+_SAMPLER_C = 0.5
 _SAMPLER_FLOOR = 0.05
 _MIN_TRAIN_EXAMPLES = 100  # fewer than this and a LightGBM update is noise: keep buffering
 _BAND = (0.85, 1.3)  # floor and ceiling as multiples of a room's reference price
@@ -92,6 +92,7 @@ class DemoReport:
             f"decisions {self.decisions}, labels {self.labels}, training examples written {self.training_examples}",
             f"model versions {self.model_versions}, promotions {self.promotions}, rejections {len(self.rejections)}",
         ]
+        lines += [f"  rejected update: {reason[:160]}" for reason in self.rejections]
         if self.plot_path is not None:
             lines.append(f"plot: {self.plot_path}  table: {self.csv_path}")
         return lines
