@@ -51,7 +51,7 @@ from routing.router import TieredRouter
 _BOOTSTRAP_ROWS = 20_000  # enough for a stable first model, trained in seconds
 _DRAIN_IDLE_BATCHES = 3  # empty polls in a row that mean a service has caught up
 _LABEL_HORIZON = timedelta(hours=6)  # short, so a simulated day yields labels the same day
-# Booking probabilities sit mostly in 5-30%, where uncertainty varies little; a larger c
+# Booking probabilities sit mostly in 5-30%, where uncertainty varies little; this c
 # and floor select roughly a third of the labels (weights stay 1/q, so training is unbiased).
 _SAMPLER_C = 0.5
 _SAMPLER_FLOOR = 0.05
