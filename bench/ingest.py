@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client import CollectorRegistry
 from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.table import StreamTableEnvironment, TableResult
@@ -51,6 +51,7 @@ from pipelines.config import FeatureJobConfig
 from pipelines.feature_job import build_feature_job, job_configuration
 
 PARTITIONS = 6  # as events.topics registers behaviour.events and features.v1
+_REST_GONE_S = 20.0  # REST silent this long after answering: the job's MiniCluster is gone
 WRITER_BATCH = 2000  # rows per Redis round trip; the writer's default (500) is sized for latency, not bulk
 
 
@@ -113,6 +114,15 @@ def produce_paced(bootstrap: str, prefix: str, payloads: list[tuple[bytes, dict]
             if ahead > 0:
                 time.sleep(ahead)
     producer.flush(60)
+
+
+def topic_size(kafka: KafkaConfig, topic: str) -> int:
+    """Records in a topic (sum of high watermarks; transaction markers count too)."""
+    consumer = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": f"size-{uuid.uuid4().hex}"})
+    name = kafka.topic(topic)
+    total = sum(consumer.get_watermark_offsets(TopicPartition(name, p), timeout=10)[1] for p in range(PARTITIONS))
+    consumer.close()
+    return total
 
 
 def peer_consume(kafka: KafkaConfig, n: int) -> float:
@@ -179,19 +189,27 @@ def sample_vertices(port: int, jid: str) -> tuple[str, list[dict]]:
 
 
 def watch_job(port: int, result: TableResult) -> dict:
-    """Poll the job until it ends; returns when its source started emitting, and the last metrics seen."""
-    client = result.get_job_client()
+    """Poll the job's REST API until it ends; returns when its source started emitting, and the last metrics.
+
+    The per-job MiniCluster shuts down with its job, so a REST endpoint that stops answering
+    after the job was seen running also means the end.
+    """
     jid = job_id(result)
-    out: dict = {"source_first_s": None, "vertices": []}
-    while str(client.get_job_status().result()) not in {"FINISHED", "FAILED", "CANCELED"}:  # type: ignore[union-attr]
+    out: dict = {"source_first_s": None, "vertices": [], "state": None}
+    last_ok = time.perf_counter()
+    while time.perf_counter() - last_ok < _REST_GONE_S:
         try:
-            _, vertices = sample_vertices(port, jid)
-        except OSError:  # not registered yet, or the per-job MiniCluster is shutting down
-            vertices = []
+            out["state"], vertices = sample_vertices(port, jid)
+        except OSError:  # not registered yet, or shutting down
+            time.sleep(0.5)
+            continue
+        last_ok = time.perf_counter()
         source = next((v for v in vertices if v["name"].startswith("Source")), None)
         if source is not None and source["write-records"] > 0 and out["source_first_s"] is None:
-            out["source_first_s"] = time.perf_counter()
-        out["vertices"] = vertices or out["vertices"]
+            out["source_first_s"] = last_ok
+        out["vertices"] = vertices
+        if out["state"] in {"FINISHED", "FAILED", "CANCELED"}:
+            break
         time.sleep(0.5)
     out["end_s"] = time.perf_counter()
     return out
@@ -244,7 +262,11 @@ def print_profile(vertices: list[dict]) -> None:
 
 
 def throughput(stack: StackConfig, args: argparse.Namespace) -> dict:
-    kafka, job_config, features = configs(stack, "bt", bounded=True, parallelism=args.parallelism)
+    # Catching up on a backlog, a split that the starved fetcher did not serve for the idle timeout is
+    # marked idle and the watermark jumps past its records (they become "late"): a generous timeout here.
+    kafka, job_config, features = configs(
+        stack, "bt", bounded=True, parallelism=args.parallelism, idle_timeout_ms=args.backlog_idle_timeout_ms
+    )
     make_topics(kafka)
     payloads = events_payloads(args.events, hotels=args.hotels, seed=args.seed)
     produce_s = produce_all(kafka, payloads)
@@ -255,7 +277,7 @@ def throughput(stack: StackConfig, args: argparse.Namespace) -> dict:
     result = start_job(job_config, port)
     writer.start()
     watched = watch_job(port, result)
-    wait_writer_idle(log, idle_s=5.0, timeout_s=600.0)
+    wait_writer_idle(log, idle_s=10.0, timeout_s=600.0)
     stop.set()
     writer.join()
     n, end = len(payloads), log.last_s or time.perf_counter()
@@ -265,15 +287,16 @@ def throughput(stack: StackConfig, args: argparse.Namespace) -> dict:
         "end_to_end_eps": n / (end - t0), "job_eps": n / source_s, "rows": log.rows,
         "writer_rows_per_s": log.rows / ((log.last_s or end) - (log.first_s or t0)),
         "startup_s": (watched["source_first_s"] or t0) - t0, "wall_s": end - t0,
-        "redis_keys_deleted": cleanup(features),
+        "redis_keys_deleted": cleanup(features), "dlq_records": topic_size(kafka, "behaviour.events.dlq"),
     }
-    print(f"throughput over {n} events (parallelism {args.parallelism}):")
+    print(f"throughput over {n} events (parallelism {args.parallelism}), job {watched['state']}:")
     print(f"  end to end (job start -> last row in Redis): {out['end_to_end_eps']:,.0f} events/s "
           f"in {out['wall_s']:.1f} s, of which {out['startup_s']:.1f} s job start-up")
     print(f"  job alone while its source ran:             {out['job_eps']:,.0f} events/s")
     print(f"  online writer:                              {out['writer_rows_per_s']:,.0f} rows/s ({log.rows} rows)")
     print(f"  peer, plain consumer of the same topic:     {out['peer_consume_eps']:,.0f} events/s "
           f"-> pipeline/peer ratio {out['end_to_end_eps'] / out['peer_consume_eps']:.3f}")
+    print(f"  events to the DLQ: {out['dlq_records']} (late or invalid)")
     print_profile(watched["vertices"])
     return out
 
@@ -300,8 +323,9 @@ def freshness(stack: StackConfig, args: argparse.Namespace, *, delivery: str, ra
     time.sleep(args.warmup)
     log.tracker = FreshnessTracker(window=10_000_000)  # drop the warm-up lags
     child.join()
-    time.sleep(max(3.0, 2 * args.checkpoint_ms / 1000))  # let the tail reach Redis
     load = os.getloadavg()
+    # the backlog's lags count too: wait until the writer drained it (bounded, reported as undelivered)
+    wait_writer_idle(log, idle_s=max(5.0, 3 * args.checkpoint_ms / 1000), timeout_s=args.drain_timeout)
     stop.set()
     writer.join()
     result.get_job_client().cancel().result()  # type: ignore[union-attr]
@@ -310,11 +334,12 @@ def freshness(stack: StackConfig, args: argparse.Namespace, *, delivery: str, ra
     out: dict[str, float | str] = {
         "delivery": delivery, "rate": rate, "rows": int(lags.size), "p50_s": float(p50), "p99_s": float(p99),
         "max_s": float(lags.max()) if lags.size else float("nan"), "load_1m": load[0],
+        "produced": int(rate * seconds), "rows_total": log.rows,
         "redis_keys_deleted": cleanup(features),
     }
     print(f"freshness {delivery:13s} at {rate:6,.0f} events/s: p50 {p50 * 1000:7.0f} ms  "
           f"p99 {p99 * 1000:7.0f} ms  max {float(out['max_s']) * 1000:7.0f} ms over {lags.size} rows "
-          f"(load {load[0]:.1f})")
+          f"(load {load[0]:.1f}; {log.rows} rows for {int(rate * seconds)} events incl. warm-up)")
     return out
 
 
@@ -330,6 +355,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=10.0)
     parser.add_argument("--checkpoint-ms", type=int, default=1000)
     parser.add_argument("--out-of-orderness-ms", type=int, default=200)
+    parser.add_argument("--drain-timeout", type=float, default=120.0, help="max seconds to wait for the backlog")
+    parser.add_argument("--backlog-idle-timeout-ms", type=int, default=120_000)
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
