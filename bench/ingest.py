@@ -22,12 +22,15 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import shutil
+import tempfile
 import threading
 import time
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -51,7 +54,7 @@ from pipelines.config import FeatureJobConfig
 from pipelines.feature_job import build_feature_job, job_configuration
 
 PARTITIONS = 6  # as events.topics registers behaviour.events and features.v1
-_REST_GONE_S = 20.0  # REST silent this long after answering: the job's MiniCluster is gone
+_REST_GONE_S = 60.0  # REST silent this long after answering: the job's MiniCluster is gone
 WRITER_BATCH = 2000  # rows per Redis round trip; the writer's default (500) is sized for latency, not bulk
 
 
@@ -208,11 +211,24 @@ def watch_job(port: int, result: TableResult) -> dict:
         if source is not None and source["write-records"] > 0 and out["source_first_s"] is None:
             out["source_first_s"] = last_ok
         out["vertices"] = vertices
+        if out["state"] in {"RESTARTING", "FAILING", "FAILED"} and "exception" not in out:
+            out["exception"] = root_exception(port, jid)
+            print(f"  job {out['state']}: {out['exception']}")
         if out["state"] in {"FINISHED", "FAILED", "CANCELED"}:
             break
         time.sleep(0.5)
     out["end_s"] = time.perf_counter()
     return out
+
+
+def root_exception(port: int, jid: str) -> str:
+    try:
+        entries = rest(port, f"/jobs/{jid}/exceptions").get("exceptionHistory", {}).get("entries", [])
+    except OSError:
+        return "(REST gone)"
+    trace = str(entries[0].get("stacktrace", "")) if entries else ""
+    causes = [line for line in trace.splitlines() if "Exception" in line and not line.startswith("\tat")]
+    return " <- ".join(causes[-2:])[:600]
 
 
 def all_running(port: int, jid: str) -> bool:
@@ -232,7 +248,8 @@ def wait_writer_idle(log: WriterLog, *, idle_s: float, timeout_s: float) -> None
 
 
 def cleanup(features: FeaturesConfig) -> int:
-    """Delete this run's Redis keys (Feast suffixes every key with the project)."""
+    """Delete this run's Redis keys (Feast suffixes every key with the project) and checkpoints."""
+    shutil.rmtree(Path(tempfile.gettempdir()) / "pricestream-bench" / features.project, ignore_errors=True)
     client = redis_client(features)
     keys = list(client.scan_iter(match=f"*{features.project}*".encode(), count=10_000))
     for i in range(0, len(keys), 10_000):
@@ -247,7 +264,8 @@ def configs(stack: StackConfig, tag: str, **job: object) -> tuple[KafkaConfig, F
     job_config = FeatureJobConfig(
         bootstrap_servers=stack.kafka_bootstrap, topic_prefix=kafka.topic_prefix,
         connector_jar=stack.flink_kafka_connector_jar, group_id=f"{run}-job", transactional_id_prefix=run,
-        startup="earliest-offset", **job,  # type: ignore[arg-type]
+        startup="earliest-offset", checkpoint_dir=Path(tempfile.gettempdir()) / "pricestream-bench" / run,
+        **job,  # type: ignore[arg-type]
     )
     features = FeaturesConfig(project=run, kafka=kafka, online_group=f"{run}-writer", batch_size=WRITER_BATCH)
     return kafka, job_config, features
@@ -328,7 +346,10 @@ def freshness(stack: StackConfig, args: argparse.Namespace, *, delivery: str, ra
     wait_writer_idle(log, idle_s=max(5.0, 3 * args.checkpoint_ms / 1000), timeout_s=args.drain_timeout)
     stop.set()
     writer.join()
-    result.get_job_client().cancel().result()  # type: ignore[union-attr]
+    if all_running(port, jid):
+        result.get_job_client().cancel().result()  # type: ignore[union-attr]
+    else:
+        print(f"  job not running at the end: {root_exception(port, jid)}")
     lags = np.fromiter(log.tracker._recent, dtype=float)
     p50, p99 = np.percentile(lags, [50, 99]) if lags.size else (float("nan"), float("nan"))
     out: dict[str, float | str] = {
