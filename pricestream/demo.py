@@ -56,7 +56,8 @@ _LABEL_HORIZON = timedelta(hours=6)  # short, so a simulated day yields labels t
 _SAMPLER_C = 0.5
 _SAMPLER_FLOOR = 0.05
 _MIN_TRAIN_EXAMPLES = 100  # fewer than this and a LightGBM update is noise: keep buffering
-_BAND = (0.85, 1.3)  # floor and ceiling as multiples of a room's reference price
+_BAND = (0.85, 1.3)
+_GUARD_HOLDOUT = 0.2  # = feedback.continued's default validation_fraction  # floor and ceiling as multiples of a room's reference price
 
 Progress = Callable[[str], None]
 
@@ -177,8 +178,11 @@ def _bootstrap(market: Market, registry: ModelRegistry, work: Path, *, seed: int
     manifest = freeze(
         frozen, root=work / "snapshots", as_of=datetime.now(tz=UTC), definitions_hash="simulator-bootstrap"
     )
+    # The guard validates candidates on the newest part of the snapshot; the serving model
+    # must not have seen those rows, or it would win every comparison by memory.
+    older = frame.sort_values("event_time").iloc[: int(len(frame) * (1 - _GUARD_HOLDOUT))]
     for tier in ("light", "heavy"):
-        info = train_bundle(frame, work / "bundles" / tier, tier=tier, seed=seed)
+        info = train_bundle(older, work / "bundles" / tier, tier=tier, seed=seed)
         version = registry.register(info.path, tier=tier, snapshot_id=manifest.id, metrics=info.metrics)
         registry.promote(version)
     return Snapshot(snapshot_id=manifest.id, frame=frame)
@@ -243,7 +247,8 @@ def _one_day(loop: _Loop, start: datetime, *, seed: int, report: DemoReport, say
             hotel_id=offer.hotel_id, room_type=offer.room_type, stay_date=offer.stay_date, nights=offer.nights,
             channel=offer.channel, event_time=offer.at,  # type: ignore[arg-type]
         )
-        decision = loop.scorer.price(request)
+        # decided at the (simulated) request time, so the label join's horizon runs from there
+        decision = loop.scorer.price(request).model_copy(update={"event_time": offer.at})
         decisions.append(decision)
         recent[(offer.hotel_id, offer.room_type, offer.stay_date)] = str(decision.decision_id)
         return decision.price
