@@ -56,8 +56,8 @@ _LABEL_HORIZON = timedelta(hours=6)  # short, so a simulated day yields labels t
 _SAMPLER_C = 0.5
 _SAMPLER_FLOOR = 0.05
 _MIN_TRAIN_EXAMPLES = 100  # fewer than this and a LightGBM update is noise: keep buffering
-_BAND = (0.85, 1.3)
-_GUARD_HOLDOUT = 0.2  # = feedback.continued's default validation_fraction  # floor and ceiling as multiples of a room's reference price
+_BAND = (0.85, 1.3)  # floor and ceiling as multiples of a room's reference price
+_GUARD_HOLDOUT = 0.2  # = feedback.continued's default validation_fraction
 
 Progress = Callable[[str], None]
 
