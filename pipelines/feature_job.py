@@ -64,9 +64,14 @@ def create_env(config: FeatureJobConfig) -> StreamTableEnvironment:
 
 
 def run(config: FeatureJobConfig, *, wait: bool = True) -> TableResult:
-    """Build and execute the job; with ``wait`` block until it ends (bounded runs end)."""
-    result = build_feature_job(create_env(config), config).execute()
-    if wait:
+    """Build and execute the job; with ``wait`` block until it ends (bounded runs end).
+
+    Submitted detached (``flink run -d``) it never waits: the client would otherwise
+    stay up until an unbounded job ends.
+    """
+    env = create_env(config)
+    result = build_feature_job(env, config).execute()
+    if wait and env.get_config().get("execution.attached", "true").lower() != "false":
         result.wait()
     return result
 
