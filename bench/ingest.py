@@ -273,11 +273,18 @@ def configs(stack: StackConfig, tag: str, **job: object) -> tuple[KafkaConfig, F
     return kafka, job_config, features
 
 
+def _ms(vertex: dict, name: str) -> float:
+    try:
+        return float(vertex.get(name, "nan"))  # Flink reports "NaN" before a task measured anything
+    except (TypeError, ValueError):
+        return float("nan")
+
+
 def print_profile(vertices: list[dict]) -> None:
     print("  operator                                   busy ms  backpressured ms  idle ms   records in/out")
     for v in vertices:
-        print(f"  {v['name'][:42]:42s} {v.get('accumulated-busy-time', 0):8.0f} "
-              f"{v.get('accumulated-backpressured-time', 0):17.0f} {v.get('accumulated-idle-time', 0):8.0f}"
+        print(f"  {v['name'][:42]:42s} {_ms(v, 'accumulated-busy-time'):8.0f} "
+              f"{_ms(v, 'accumulated-backpressured-time'):17.0f} {_ms(v, 'accumulated-idle-time'):8.0f}"
               f"   {v['read-records']}/{v['write-records']}")
 
 
@@ -302,12 +309,13 @@ def throughput(stack: StackConfig, args: argparse.Namespace) -> dict:
     writer.join()
     n, end = len(payloads), log.last_s or time.perf_counter()
     # events through the aggregations over the time since the source started (REST samples, 0.5 s apart)
-    source_s = watched.get("seen_s", watched["end_s"]) - (watched["source_first_s"] or t0)
+    first, last = watched["source_first_s"], watched.get("seen_s")
+    source_s = last - first if first is not None and last is not None and last > first else float("nan")  # too short
     out = {
         "events": n, "produce_eps": n / produce_s, "peer_consume_eps": n / peer_s,
-        "end_to_end_eps": n / (end - t0), "job_eps": watched.get("events_seen", n) / source_s, "rows": log.rows,
+        "end_to_end_eps": n / (end - t0), "job_eps": watched.get("events_seen", 0) / source_s, "rows": log.rows,
         "writer_rows_per_s": log.rows / ((log.last_s or end) - (log.first_s or t0)),
-        "startup_s": (watched["source_first_s"] or t0) - t0, "wall_s": end - t0,
+        "startup_s": (first - t0) if first is not None else float("nan"), "wall_s": end - t0,
         "redis_keys_deleted": cleanup(features), "dlq_records": topic_size(kafka, "behaviour.events.dlq"),
     }
     print(f"throughput over {n} events (parallelism {args.parallelism}), job {watched['state']}:")
