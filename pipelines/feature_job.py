@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 from pathlib import Path
 
 from pyflink.common import Configuration
@@ -30,9 +31,11 @@ def job_configuration(config: FeatureJobConfig) -> Configuration:
     conf.set_string("execution.checkpointing.interval", f"{config.checkpoint_interval_ms} ms")
     conf.set_string("execution.checkpointing.mode", "EXACTLY_ONCE")
     conf.set_string("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
-    if config.checkpoint_dir is not None:
-        conf.set_string("execution.checkpointing.dir", config.checkpoint_dir.resolve().as_uri())
-        conf.set_string("state.checkpoints.num-retained", "3")
+    # Checkpoints always go to files: the JobManager-memory default holds a few MB and
+    # fails once the OVER-window state grows (seen at ~50k events).
+    checkpoints = config.checkpoint_dir or Path(tempfile.gettempdir()) / "pricestream-checkpoints" / config.group_id
+    conf.set_string("execution.checkpointing.dir", checkpoints.resolve().as_uri())
+    conf.set_string("state.checkpoints.num-retained", "3")
     if config.restore_from is not None:
         conf.set_string("execution.state-recovery.path", config.restore_from.resolve().as_uri())
     # Savepoint compatibility: every operator gets a deterministic uid from the plan.
