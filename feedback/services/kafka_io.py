@@ -30,6 +30,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -356,3 +358,27 @@ def drain(kafka: KafkaConfig, topic: str, *, idle_s: float = 3.0, limit: int = 1
     finally:
         reader.close()
     return out
+
+
+def drive(
+    step: Callable[[], Any],
+    on_batch: Callable[[Any], None],
+    *,
+    stop_event: threading.Event | None,
+    max_idle_s: float | None,
+) -> float:
+    """Call ``step`` until ``stop_event`` is set or nothing was consumed for ``max_idle_s``.
+
+    ``on_batch`` sees every batch that consumed something; returns the busy time in
+    seconds (start to the last batch with input), which the services report as elapsed.
+    """
+    start = idle_since = time.perf_counter()
+    while stop_event is None or not stop_event.is_set():
+        batch = step()
+        now = time.perf_counter()
+        if batch.consumed:
+            idle_since = now
+            on_batch(batch)
+        elif max_idle_s is not None and now - idle_since >= max_idle_s:
+            break
+    return idle_since - start

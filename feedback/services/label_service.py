@@ -32,7 +32,6 @@ Example:
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -55,7 +54,7 @@ from events.models import (
 )
 from feedback.differences import DifferenceCounter, DifferenceRules
 from feedback.labels import LabelJoiner
-from feedback.services.kafka_io import TransactionalStage, parse_record
+from feedback.services.kafka_io import TransactionalStage, drive, parse_record
 from pricing.vectorize import request_values
 
 DECISIONS = "pricing.decisions"
@@ -245,20 +244,15 @@ def run(
     """Run the label service until ``stop_event`` is set or the inputs were idle for ``max_idle_s``."""
     service = LabelService(config)
     out = LabelRunStats(restored_seq=service.restored_seq)
-    start = idle_since = time.perf_counter()
+
+    def tally(batch: LabelBatchStats) -> None:
+        out.batches += 1
+        out.consumed += batch.consumed
+        out.labels += batch.labels
+        out.dead_lettered += batch.dead_lettered
+
     try:
-        while stop_event is None or not stop_event.is_set():
-            batch = service.process_batch()
-            now = time.perf_counter()
-            if batch.consumed:
-                idle_since = now
-                out.batches += 1
-                out.consumed += batch.consumed
-                out.labels += batch.labels
-                out.dead_lettered += batch.dead_lettered
-            elif max_idle_s is not None and now - idle_since >= max_idle_s:
-                break
-        out.elapsed_s = idle_since - start
+        out.elapsed_s = drive(service.process_batch, tally, stop_event=stop_event, max_idle_s=max_idle_s)
     finally:
         out.differences = service.differences.summary()
         service.close()

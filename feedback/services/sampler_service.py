@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -55,7 +54,7 @@ from feedback.samplers import (
     Selected,
     UncertaintySampler,
 )
-from feedback.services.kafka_io import TransactionalStage, parse_record
+from feedback.services.kafka_io import TransactionalStage, drive, parse_record
 from pricing.tiers import HeavyPricer, LightPricer, load_pricer
 
 LABELS = "feedback.labels"
@@ -271,20 +270,15 @@ def run(
     """Run the sampler until ``stop_event`` is set or ``feedback.labels`` was idle for ``max_idle_s``."""
     service = SamplerService(config)
     out = SamplerRunStats(restored_seq=service.restored_seq)
-    start = idle_since = time.perf_counter()
+
+    def tally(batch: SamplerBatchStats) -> None:
+        out.batches += 1
+        out.consumed += batch.consumed
+        out.selected += batch.selected
+        out.dead_lettered += batch.dead_lettered
+
     try:
-        while stop_event is None or not stop_event.is_set():
-            batch = service.process_batch()
-            now = time.perf_counter()
-            if batch.consumed:
-                idle_since = now
-                out.batches += 1
-                out.consumed += batch.consumed
-                out.selected += batch.selected
-                out.dead_lettered += batch.dead_lettered
-            elif max_idle_s is not None and now - idle_since >= max_idle_s:
-                break
-        out.elapsed_s = idle_since - start
+        out.elapsed_s = drive(service.process_batch, tally, stop_event=stop_event, max_idle_s=max_idle_s)
         out.models = service.committee.versions
     finally:
         service.close()
