@@ -219,6 +219,29 @@ def serve(
             log.close()
 
 
+@app.command("serve-stream")
+def serve_stream(
+    max_idle: Annotated[
+        float | None, typer.Option(envvar="PRICESTREAM_STREAM_MAX_IDLE", help="stop after this many idle seconds")
+    ] = None,
+    batch_size: Annotated[int, typer.Option(envvar="PRICESTREAM_STREAM_BATCH", min=1)] = 500,
+) -> None:
+    """Price ``pricing.requests`` into ``pricing.decisions`` as a consumer-group service."""
+    from events.admin import create_topics
+    from pricestream.wiring import build_scorer
+    from pricing.stream import StreamScorerConfig
+    from pricing.stream import run as run_stream
+
+    s = settings()
+    create_topics(s.kafka())
+    scorer = build_scorer(s)
+    stats = run_stream(StreamScorerConfig(kafka=s.kafka(), batch_size=batch_size), scorer, max_idle_s=max_idle)
+    out.print(
+        f"decisions {stats.decisions}, dead-lettered {stats.dead_lettered}, tiers {dict(stats.by_tier)}, "
+        f"{stats.throughput:,.0f} requests/s while busy"
+    )
+
+
 @app.command()
 def query(
     sql: Annotated[str, typer.Argument(help="SQL over the features_v1 datasource")],
