@@ -272,7 +272,8 @@ CONTRACT: dict[str, type[Record]] = {
     "training_example": TrainingExample,
 }
 
-_BEHAVIOUR = TypeAdapter(BehaviourEvent)
+# Built once: constructing a TypeAdapter costs ~0.4 ms, more than parsing a record.
+_JSON_OBJECT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 
 
 def to_validation_error(exc: ValidationError) -> EventValidationError:
@@ -292,7 +293,7 @@ def parse_event(raw: bytes | str | dict[str, Any]) -> Record:
         if isinstance(raw, dict):
             payload = raw
         else:
-            payload = TypeAdapter(dict[str, Any]).validate_json(raw)
+            payload = _JSON_OBJECT.validate_json(raw)
     except ValidationError as exc:
         shown = raw[:80] if not isinstance(raw, dict) else raw
         raise EventValidationError(field="<record>", value=shown, expected="a JSON object") from exc
@@ -304,16 +305,6 @@ def parse_event(raw: bytes | str | dict[str, Any]) -> Record:
         return model.model_validate(payload)
     except ValidationError as exc:
         raise to_validation_error(exc) from exc
-
-
-def parse_behaviour(raw: bytes | str) -> Record:
-    """Parse a behaviour event only (what ``behaviour.events`` carries)."""
-    event = parse_event(raw)
-    if event.model_fields.get("event_type") is None or getattr(event, "event_type", None) not in BEHAVIOUR_TYPES:
-        raise EventValidationError(
-            field="event_type", value=getattr(event, "event_type", None), expected=f"one of {list(BEHAVIOUR_TYPES)}"
-        )
-    return event
 
 
 def dumps(record: Record) -> bytes:

@@ -112,3 +112,23 @@ def tail(path: Path, lines: int = 30) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except FileNotFoundError:
         return f"(no log at {path})"
+
+
+def end_tree(proc: subprocess.Popen[bytes], *, sig: int = signal.SIGTERM, timeout_s: float = 30.0) -> None:
+    """Signal a child process and all its descendants, then reap them.
+
+    A PyFlink job starts its JVM in a session of its own, so killing the child's
+    process group would miss it; the descendants are collected before the signal.
+    """
+    import psutil
+
+    try:
+        family = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        family = []
+    for victim in (proc, *family):
+        with contextlib.suppress(ProcessLookupError, psutil.NoSuchProcess):
+            victim.send_signal(sig)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=timeout_s)
+    psutil.wait_procs(family, timeout=timeout_s)

@@ -38,15 +38,14 @@ from feedback.samplers import SamplerConfig
 from feedback.services.label_service import LabelService, LabelServiceConfig
 from feedback.services.sampler_service import SamplerService, SamplerServiceConfig
 from feedback.services.trainer_service import Snapshot, TrainerService, TrainerServiceConfig
+from infra.processes import end_tree
 from pipelines.config import FeatureJobConfig
 from pricestream.settings import Settings
+from pricestream.wiring import build_scorer
 from pricing.audit import AuditLog
 from pricing.errors import PricingError
-from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig
-from pricing.tiers import load_pricer
 from pricing.training import train_bundle
-from routing.router import TieredRouter
 
 _BOOTSTRAP_ROWS = 20_000  # enough for a stable first model, trained in seconds
 _DRAIN_IDLE_BATCHES = 3  # empty polls in a row that mean a service has caught up
@@ -225,15 +224,13 @@ def market_rules(market: Market, path: Path) -> Path:
 
 
 def _scorer(settings: Settings, features: FeaturesConfig, registry: ModelRegistry, work: Path, snap: str) -> Scorer:
-    light, heavy = registry.current("light"), registry.current("heavy")
-    return Scorer(
-        ScorerConfig(snapshot_id=snap, stale_after_s=None),
-        rules=RuleSet.load(work / "rules.yaml"),
+    """The shared scorer wiring, pointed at this run's registry, rules and feature project."""
+    run_settings = settings.model_copy(update={"registry_root": registry.root, "rules_file": work / "rules.yaml"})
+    return build_scorer(
+        run_settings,
         feature_source=RedisFeatureSource(features),
-        light=load_pricer(light.path) if light else None,
-        heavy=load_pricer(heavy.path) if heavy else None,
-        router=TieredRouter(),
         audit=AuditLog(work / "audit" / "decisions.jsonl"),
+        config=ScorerConfig(snapshot_id=snap, stale_after_s=None),
     )
 
 
@@ -322,13 +319,7 @@ def _serving(loop: _Loop) -> str:
 def _stop(loop: _Loop) -> None:
     loop.writer_stop.set()
     loop.writer.join(timeout=30)
-    import psutil
-
-    family = psutil.Process(loop.job.pid).children(recursive=True)
-    loop.job.terminate()
-    for child in family:
-        child.terminate()
-    psutil.wait_procs([psutil.Process(loop.job.pid), *family], timeout=30)
+    end_tree(loop.job)
 
 
 def _write_report(report: DemoReport, work: Path) -> tuple[Path, Path]:

@@ -124,6 +124,7 @@ def build_scorer(
     router: TieredRouter | None = None,
     models: BootstrapModels | None = None,
     on_progress: Progress | None = None,
+    config: ScorerConfig | None = None,
 ) -> Scorer:
     """A scorer over the registry's promoted models, the rules file and the online store.
 
@@ -135,6 +136,7 @@ def build_scorer(
         router: the tiered router (default thresholds when None).
         models: size of the bootstrap pair trained when the registry has no promoted model.
         on_progress: progress of a bootstrap training.
+        config: the scorer's settings (the deadline from ``settings`` when None).
     """
     registry = ModelRegistry(settings.registry())
     ensure_models(registry, seed=settings.seed, rows=settings.bootstrap_rows, models=models, on_progress=on_progress)
@@ -143,7 +145,7 @@ def build_scorer(
 
         feature_source = RedisFeatureSource(settings.features())
     scorer = Scorer(
-        ScorerConfig(deadline_ms=settings.deadline_ms),
+        config or ScorerConfig(deadline_ms=settings.deadline_ms),
         rules=RuleSet.load(settings.rules_file),
         feature_source=feature_source,
         light=None,

@@ -100,28 +100,15 @@ class Market:
     # ----------------------------------------------------------------- keys
     def hotel_index(self, hotel_id: str) -> int:
         """Index of ``hotel_id``; raises :class:`UnknownKeyError` for a hotel the market lacks."""
-        try:
-            return self._hotels[hotel_id]
-        except KeyError:
-            raise UnknownKeyError(
-                field="hotel_id", value=hotel_id, expected=f"h0000..{self.config.hotel_ids[-1]}"
-            ) from None
+        return _index(self._hotels, "hotel_id", hotel_id, f"h0000..{self.config.hotel_ids[-1]}")
 
     def room_index(self, room_type: str) -> int:
         """Index of ``room_type``; raises :class:`UnknownKeyError` for an unknown one."""
-        try:
-            return self._rooms[room_type]
-        except KeyError:
-            raise UnknownKeyError(
-                field="room_type", value=room_type, expected=f"one of {list(self.config.room_types)}"
-            ) from None
+        return _index(self._rooms, "room_type", room_type, f"one of {list(self.config.room_types)}")
 
     def segment_index(self, segment: str) -> int:
         """Index of ``segment``; raises :class:`UnknownKeyError` for an unknown one."""
-        try:
-            return self._segments[segment]
-        except KeyError:
-            raise UnknownKeyError(field="segment", value=segment, expected=f"one of {list(self._segments)}") from None
+        return _index(self._segments, "segment", segment, f"one of {list(self._segments)}")
 
     def checkin_ts(self, ordinal: int) -> float:
         """Epoch seconds at which the night ``ordinal`` (a date ordinal) stops being sold."""
@@ -418,3 +405,10 @@ def _ts(at: datetime) -> float:
 def _check_price(field: str, value: float) -> None:
     if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
         raise SimulatorError(field=field, value=value, expected="a finite positive price")
+
+
+def _index(table: dict[str, int], field: str, key: str, expected: str) -> int:
+    try:
+        return table[key]
+    except KeyError:
+        raise UnknownKeyError(field=field, value=key, expected=expected) from None

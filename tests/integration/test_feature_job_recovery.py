@@ -6,8 +6,6 @@ once per key: no duplicate from the replay, no gap from the crash.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
 import subprocess
 import sys
@@ -17,12 +15,12 @@ from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-import psutil
 import pytest
 
 from events.config import KafkaConfig
 from events.models import SearchEvent, ViewEvent
 from infra.config import StackConfig
+from infra.processes import end_tree
 from pipelines.config import FeatureJobConfig
 from tests.integration.flink_helpers import feature_rows, make_topics, publish
 
@@ -45,17 +43,6 @@ def _events(start: int, n: int) -> list:
 def _latest_checkpoint(root: Path) -> Path | None:
     found = sorted(root.glob("*/chk-*/_metadata"), key=lambda p: int(p.parent.name.split("-")[1]))
     return found[-1].parent if found else None
-
-
-def _kill_tree(proc: subprocess.Popen) -> None:
-    """SIGKILL the job and its JVM (PyFlink starts the JVM in a session of its own)."""
-    family = psutil.Process(proc.pid).children(recursive=True)
-    os.killpg(proc.pid, signal.SIGKILL)
-    for child in family:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            child.kill()
-    proc.wait()
-    psutil.wait_procs(family, timeout=30)
 
 
 def _start(config: FeatureJobConfig, log: Path) -> subprocess.Popen:
@@ -88,7 +75,7 @@ def test_kill_and_restore_gives_no_duplicate_and_no_missing_version(stack: Stack
         publish(kafka, second)  # more data arrives while the job runs ...
         time.sleep(3)
     finally:
-        _kill_tree(job)  # ... and the job dies mid-stream: python and its JVM, no clean shutdown
+        end_tree(job, sig=signal.SIGKILL)  # ... and the job dies mid-stream: python and its JVM, no clean shutdown
     checkpoint = _latest_checkpoint(tmp_path / "checkpoints")
     assert checkpoint is not None, "no completed checkpoint before the kill"
 
@@ -106,7 +93,7 @@ def test_kill_and_restore_gives_no_duplicate_and_no_missing_version(stack: Stack
         time.sleep(5)  # a little longer: a replayed duplicate would show up now
         rows = feature_rows(kafka)
     finally:
-        _kill_tree(restored)
+        end_tree(restored, sig=signal.SIGKILL)
 
     keys = ((r["view"], r["hotel_id"], r["room_type"], r["stay_date"], r["version"]) for r in rows)
     versions = Counter(k for k in keys if k[1] != "h9")
