@@ -52,6 +52,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from feedback.errors import TrainingError, require
+from pricing.vectorize import frame_matrix, input_columns
 
 _EPS = 1e-7  # probability clip for log-loss: a confident miss costs ~16 nats, not infinity
 
@@ -136,7 +137,7 @@ def guarded_update(
     require(0.0 < validation_fraction < 1.0, "validation_fraction", validation_fraction, "a fraction in (0, 1)")
     members, cols = _resolve(current, columns)
     for name, frame in (("new_examples", new_examples), ("snapshot_frame", snapshot_frame)):
-        _check_columns(name, frame, (*cols, cfg.label_column, cfg.time_column))
+        _check_columns(name, frame, (*input_columns(cols), cfg.label_column, cfg.time_column))
     new_train, snap_train, val = _split(new_examples, snapshot_frame, validation_fraction, cfg)
     x_val, y_val, w_val = _xyw(val, cols, cfg)
     scores = {"current": log_loss(y_val, predict(members, x_val), w_val)}
@@ -269,7 +270,7 @@ def _split(
 
 
 def _xyw(frame: pd.DataFrame, cols: Sequence[str], cfg: GuardConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    x = frame.loc[:, list(cols)].to_numpy(dtype=np.float64, na_value=np.nan)
+    x = frame_matrix(frame, cols)  # derives the relative price columns as serving does
     y = frame[cfg.label_column].to_numpy(dtype=np.float64)
     if cfg.weight_column in frame.columns:
         w = frame[cfg.weight_column].fillna(1.0).to_numpy(dtype=np.float64)

@@ -3,8 +3,8 @@
 Two shapes share one code path: the *light* model is a single small booster;
 the *heavy* model is an ensemble of bagged boosters (Poisson bootstrap weights,
 different seeds) whose spread is the uncertainty. Both are constrained to be
-non-increasing in price (column 0), so the revenue curve the optimiser sees is
-well behaved.
+non-increasing in price (column 0) and in the relative prices (``decreasing``),
+so the revenue curve the optimiser sees is well behaved.
 
 Example:
     >>> import numpy as np
@@ -73,7 +73,9 @@ The slow learning rate, 50-row leaves and L2 keep 63-leaf trees from memorising
 a few thousand rows (holdout log loss 0.69 -> 0.64 on the synthetic market)."""
 
 
-def _params(config: DemandModelConfig, n_features: int, seed: int) -> dict[str, Any]:
+def _params(
+    config: DemandModelConfig, n_features: int, seed: int, decreasing: Sequence[int] = (0,)
+) -> dict[str, Any]:
     params: dict[str, Any] = {
         "objective": "binary",
         "num_leaves": config.num_leaves,
@@ -89,7 +91,7 @@ def _params(config: DemandModelConfig, n_features: int, seed: int) -> dict[str, 
         "verbose": -1,
     }
     if config.monotone_price:
-        params["monotone_constraints"] = [-1] + [0] * (n_features - 1)
+        params["monotone_constraints"] = [-1 if j in decreasing else 0 for j in range(n_features)]
         # "advanced" costs ~10x the training time for no measurable gain on demand curves.
         params["monotone_constraints_method"] = "intermediate"
     return params
@@ -104,8 +106,12 @@ def fit_members(
     weight: npt.NDArray[np.floating] | None = None,
     init_models: Sequence[lgb.Booster] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    decreasing: Sequence[int] = (0,),
 ) -> list[lgb.Booster]:
     """Train ``config.n_members`` boosters (continuing ``init_models`` when given).
+
+    ``decreasing`` lists the columns demand must not increase in (the price and the relative
+    prices, see :func:`pricing.vectorize.price_columns`) when ``config.monotone_price`` is set.
 
     Raises:
         TrainingError: if the labels are not 0/1 of both classes, or ``init_models`` has the wrong size.
@@ -126,7 +132,7 @@ def fit_members(
         init = init_models[i] if init_models is not None else None
         members.append(
             lgb.train(
-                _params(config, x.shape[1], member_seed),
+                _params(config, x.shape[1], member_seed, decreasing),
                 data,
                 num_boost_round=config.num_trees,
                 init_model=init,

@@ -90,6 +90,8 @@ class RuleOutcome:
         fired: ids of the rules (and ladders) that applied, in evaluation order.
         rule_price: the rules-only price, inside ``[floor, ceiling]``.
         closed: the stay night is closed (quoted at the ceiling).
+        base_rate: the base rate of the request's (hotel, room type, channel) before ladders and rules,
+            the room's reference price level (a model input: price relative to it).
     """
 
     decided_price: float | None
@@ -98,6 +100,7 @@ class RuleOutcome:
     fired: tuple[str, ...]
     rule_price: float
     closed: bool = False
+    base_rate: float | None = None
 
     def clamp(self, price: float) -> float:
         """``price`` forced into ``[floor, ceiling]``; a non-finite price becomes ``rule_price``."""
@@ -216,7 +219,9 @@ class RuleSet:
         for rule in scope.closed:
             if rule.covers(request.stay_date):
                 fired.append(rule.id)
-                return RuleOutcome(ceiling, ceiling, ceiling, tuple(fired), ceiling, closed=True)
+                return RuleOutcome(
+                    ceiling, ceiling, ceiling, tuple(fired), ceiling, closed=True, base_rate=scope.base_rate
+                )
         occupancy = _num(features, "occupancy")
         lead = lead_time_days(request)
         price = scope.base_rate * self._ladders(occupancy, lead, fired)
@@ -247,10 +252,11 @@ class RuleSet:
             if rule_lm.decide and decided is None:
                 decided = min(max(price, floor), ceiling)
         if decided is not None:
-            return RuleOutcome(decided, decided, decided, tuple(fired), decided)
+            return RuleOutcome(decided, decided, decided, tuple(fired), decided, base_rate=scope.base_rate)
         floor, ceiling, price = self._constrain(request, scope, floor, ceiling, price, fired)
         rule_price = min(max(price, floor), ceiling)
-        return RuleOutcome(floor if floor == ceiling else None, floor, ceiling, tuple(fired), rule_price)
+        decided_now = floor if floor == ceiling else None
+        return RuleOutcome(decided_now, floor, ceiling, tuple(fired), rule_price, base_rate=scope.base_rate)
 
     def _constrain(
         self, request: PricingRequest, scope: _Scope, floor: float, ceiling: float, price: float, fired: list[str]

@@ -45,6 +45,7 @@ from pricing.degraded import Deadline, Degradation, missing_features, sanitize_f
 from pricing.feature_source import FeatureRead, FeatureSource, MemoryFeatureSource, safe_read, safe_read_many
 from pricing.metrics import ScorerMetrics
 from pricing.rules import RuleOutcome, RuleSet
+from pricing.vectorize import BASE_RATE
 from routing.complexity import OOD_HALF, TrainingStats, complexity_score, inputs_from
 from routing.router import TieredRouter
 
@@ -235,6 +236,7 @@ class Scorer:
         models = self._models  # one snapshot: a concurrent swap cannot mix old and new pricers
         features = missing_features() if problem else sanitize_features(read.values)
         outcome: RuleOutcome = self.rules.evaluate(request, features)
+        features[BASE_RATE] = outcome.base_rate  # the models price relative to it; decisions record it
         if outcome.decided_price is not None:
             result = _Result(outcome.decided_price, "rules", degradation=problem)
         elif problem is not None:

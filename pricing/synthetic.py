@@ -47,7 +47,7 @@ def optimal_price(*, intercept: float, elasticity: float = ELASTICITY) -> float:
 
 
 def training_frame(n: int = 5000, *, seed: int = 0, elasticity: float = ELASTICITY) -> pd.DataFrame:
-    """``n`` seeded rows with every model column (``ALL_FEATURES + REQUEST_FEATURES``) and ``booked``."""
+    """``n`` seeded rows with every model input (``ALL_FEATURES + REQUEST_FEATURES``, ``base_rate``) and ``booked``."""
     rng = np.random.default_rng(seed)
     data: dict[str, np.ndarray] = {name: rng.gamma(2.0, 3.0, n) for name in ALL_FEATURES}
     capacity = rng.integers(20, 120, n).astype(float)
@@ -69,6 +69,7 @@ def training_frame(n: int = 5000, *, seed: int = 0, elasticity: float = ELASTICI
     data["stay_dow"] = rng.integers(0, 7, n).astype(float)
     data["channel_code"] = rng.integers(0, 6, n).astype(float)
     frame = pd.DataFrame({name: data[name] for name in (*REQUEST_FEATURES, *ALL_FEATURES)})
+    frame["base_rate"] = REFERENCE_PRICE  # the rules' base rate: one room type at one price level
     p = 1.0 / (1.0 + np.exp(-demand_logit(frame, elasticity=elasticity)))
     frame["booked"] = (rng.random(n) < p).astype(np.int64)
     return frame

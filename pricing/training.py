@@ -47,7 +47,7 @@ from pricing.models import (
     tree_count,
 )
 from pricing.onnx_runtime import to_onnx
-from pricing.vectorize import HEAVY_COLUMNS, LIGHT_COLUMNS, frame_matrix
+from pricing.vectorize import HEAVY_COLUMNS, LIGHT_COLUMNS, frame_matrix, input_columns, price_columns
 
 TierName = Literal["light", "heavy"]
 HOLDOUT_SHARE = 0.2
@@ -76,9 +76,9 @@ def _columns(tier: TierName) -> tuple[str, ...]:
 
 
 def _check_frame(frame: pd.DataFrame, columns: tuple[str, ...]) -> None:
-    missing = [c for c in (*columns, "booked") if c not in frame.columns]
+    missing = [c for c in (*input_columns(columns), "booked") if c not in frame.columns]
     if missing:
-        raise TrainingError(field="frame.columns", value=missing, expected="the tier's model columns plus 'booked'")
+        raise TrainingError(field="frame.columns", value=missing, expected="the tier's input columns plus 'booked'")
     if len(frame) < 50:
         raise TrainingError(field="frame", value=len(frame), expected="at least 50 rows")
     if "weight" in frame.columns:
@@ -132,7 +132,14 @@ def _envelope(x: np.ndarray, columns: tuple[str, ...]) -> dict[str, list[float |
 
 
 def _holdout_metrics(
-    x: np.ndarray, y: np.ndarray, w: np.ndarray | None, *, config: DemandModelConfig, seed: int, init: Any
+    x: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray | None,
+    *,
+    config: DemandModelConfig,
+    seed: int,
+    init: Any,
+    decreasing: tuple[int, ...],
 ) -> dict[str, float]:
     mask = np.random.default_rng(seed).random(len(y)) < HOLDOUT_SHARE
     if len(np.unique(y[~mask])) < 2 or len(np.unique(y[mask])) < 2:
@@ -145,6 +152,7 @@ def _holdout_metrics(
         seed=seed,
         weight=None if w is None else w[~mask],
         init_models=None if init is None else init[:1],
+        decreasing=decreasing,
     )
     return {f"holdout_{k}": v for k, v in binary_metrics(y[mask], predict_native(members, x[mask])[:, 0]).items()}
 
@@ -162,7 +170,9 @@ def train_bundle(
     """Train the tier's demand model on ``frame`` and write a bundle to ``out_dir``.
 
     Args:
-        frame: columns ``ALL_FEATURES + REQUEST_FEATURES + booked`` (0/1), optional ``weight``.
+        frame: the tier's input columns (:func:`pricing.vectorize.input_columns`: ``ALL_FEATURES``,
+            ``REQUEST_FEATURES``, ``base_rate``) and ``booked`` (0/1), optional ``weight``; the
+            relative price columns are derived.
         out_dir: bundle directory (created; existing files are overwritten).
         tier: ``"light"`` or ``"heavy"``.
         seed: seeds the bootstrap, the boosters and the holdout split.
@@ -188,8 +198,11 @@ def train_bundle(
             raise BundleError(msg)
         parent = str(parent_meta["version"])
         config = config.model_copy(update={"n_members": len(init)})
-    metrics = _holdout_metrics(x, y, w, config=config, seed=seed, init=init)
-    members = fit_members(x, y, config=config, seed=seed, weight=w, init_models=init, on_progress=on_progress)
+    down = price_columns(columns)
+    metrics = _holdout_metrics(x, y, w, config=config, seed=seed, init=init, decreasing=down)
+    members = fit_members(
+        x, y, config=config, seed=seed, weight=w, init_models=init, on_progress=on_progress, decreasing=down
+    )
     metrics.update({f"train_{k}": v for k, v in binary_metrics(y, predict_native(members, x).mean(axis=1)).items()})
     return _write(Path(out_dir), members, tier=tier, columns=columns, metrics=metrics, parent=parent, x=x, seed=seed)
 

@@ -57,7 +57,10 @@ from events.simulator.market import Market
 from events.simulator.offers import SampledOffers, sample_offers
 
 KEY_COLUMNS: tuple[str, ...] = ("hotel_id", "room_type", "stay_date", "event_time")
-FRAME_COLUMNS: tuple[str, ...] = ALL_FEATURES + REQUEST_FEATURES + ("booked",) + KEY_COLUMNS + ("true_prob",)
+FRAME_COLUMNS: tuple[str, ...] = (
+    ALL_FEATURES + REQUEST_FEATURES + ("base_rate", "booked") + KEY_COLUMNS + ("true_prob",)
+)
+"""Features, request features, the room's base rate (its reference price, as the rules quote it), then the rest."""
 _DAY = 86_400.0
 _CHANNEL_CODE = {name: float(i) for i, name in enumerate(CHANNELS)}
 # Disjoint slices back from the offer time, as (start, end) in days ago; 1h, rest of 24h, days 1-6, days 7-13.
@@ -92,7 +95,8 @@ def training_frame(
 
     Returns:
         Columns :data:`FRAME_COLUMNS`: features (NaN where the stream would
-        have none), request features, ``booked`` (0/1), the keys and ``true_prob``.
+        have none), request features, ``base_rate`` (the room's reference price),
+        ``booked`` (0/1), the keys and ``true_prob``.
     """
     if n < 1 or days < 1 or not price_sigma >= 0:
         raise SimulatorError(
@@ -121,6 +125,7 @@ def training_frame(
     data["nights"] = offers.nights.astype(float)
     data["stay_dow"] = np.array([float((o - 1) % 7) for o in offers.ordinal])  # ordinal 1 was a Monday
     data["channel_code"] = np.array([_CHANNEL_CODE[c] for c in offers.channel])
+    data["base_rate"] = offers.reference
     data["booked"] = booked
     data["hotel_id"] = [hotel_ids[h] for h in offers.h]
     data["room_type"] = [rooms[r] for r in offers.r]

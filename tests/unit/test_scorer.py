@@ -184,7 +184,8 @@ def test_a_routed_decision_fills_every_field(pricers: tuple[Any, Any]) -> None:
     assert (decision.feature_version, decision.snapshot_id) == (7, "snap-3")
     assert decision.rule_ids[:2] == ("floor-all", "ceil-all")
     assert decision.expected_booking_prob is not None and 0.0 < decision.expected_booking_prob < 1.0
-    assert set(decision.features) == set(ALL_FEATURES) and decision.features["occupancy"] == 0.6
+    assert set(decision.features) == {*ALL_FEATURES, "base_rate"} and decision.features["occupancy"] == 0.6
+    assert decision.features["base_rate"] == 150.0  # the rules' base rate, a model input
     assert (decision.arm, decision.propensity, decision.degraded) == ("incumbent", 1.0, False)
     assert 0.0 < decision.complexity <= 1.0 and decision.latency_ms > 0.0
     light_decision = _scorer(light, heavy, thresholds=ALWAYS_LIGHT).price(_request())

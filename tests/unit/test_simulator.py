@@ -202,6 +202,7 @@ def test_oracle_policy_quotes_the_optimum(market: Market) -> None:
 def test_training_frame_columns_and_values(market: Market) -> None:
     df = training_frame(market, n=3000, seed=2)
     assert list(df.columns) == list(ALL_FEATURES + REQUEST_FEATURES) + [
+        "base_rate",
         "booked",
         "hotel_id",
         "room_type",
@@ -212,6 +213,8 @@ def test_training_frame_columns_and_values(market: Market) -> None:
     assert tuple(df.columns) == FRAME_COLUMNS
     assert len(df) == 3000
     assert not df[list(REQUEST_FEATURES)].isna().any().any()
+    refs = {(h, r): market.reference_price(h, r) for h, r in set(zip(df["hotel_id"], df["room_type"], strict=True))}
+    assert df["base_rate"].tolist() == [refs[(h, r)] for h, r in zip(df["hotel_id"], df["room_type"], strict=True)]
     assert set(df["booked"].unique()) <= {0, 1}
     assert 0.05 < df["booked"].mean() < 0.35
     assert abs(df["booked"].mean() - df["true_prob"].mean()) < 0.03

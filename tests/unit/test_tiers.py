@@ -19,6 +19,7 @@ from pricing.models import HEAVY_CONFIG
 from pricing.synthetic import demand_logit, optimal_price, training_frame
 from pricing.tiers import HEAVY_GRID, LIGHT_GRID, HeavyPricer, LightPricer, TierPricer, load_pricer
 from pricing.training import train_bundle
+from pricing.vectorize import price_columns
 
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
 SMALL_HEAVY = HEAVY_CONFIG.model_copy(update={"num_trees": 60, "num_leaves": 31, "learning_rate": 0.1})
@@ -46,7 +47,7 @@ def heavy(frame: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> Heav
 
 @pytest.fixture(scope="module")
 def typical(frame: pd.DataFrame) -> dict[str, float | None]:
-    return {name: float(frame[name].median()) for name in ALL_FEATURES}
+    return {name: float(frame[name].median()) for name in (*ALL_FEATURES, "base_rate")}  # the scorer adds the rate
 
 
 def req(lead: int = 20, channel: str = "web") -> PricingRequest:
@@ -84,7 +85,9 @@ def test_heavy_uncertainty_is_positive_and_grows_off_distribution(
     assert on.uncertainty > 0.0
     assert off.uncertainty > on.uncertainty
     assert heavy.ood_distance(req(), typical) == 0.0
-    assert heavy.ood_distance(req(), {**typical, **OFF}) == pytest.approx(6 / (len(heavy.meta["columns"]) - 1))
+    columns = heavy.meta["columns"]
+    known = len(columns) - len(price_columns(columns))  # the relative prices move with the candidate price
+    assert heavy.ood_distance(req(), {**typical, **OFF}) == pytest.approx(6 / known)
 
 
 def test_light_uncertainty_only_comes_from_leaving_the_envelope(
@@ -104,6 +107,7 @@ def test_policy_earns_near_optimal_true_revenue(light: LightPricer, heavy: Heavy
             lead = int(row["lead_time_days"])
             request = req(lead)
             feats = {name: (None if math.isnan(row[name]) else float(row[name])) for name in ALL_FEATURES}
+            feats["base_rate"] = float(row["base_rate"])  # what the scorer adds from the rules
             chosen = pricer.quote(request, feats, floor=40.0, ceiling=600.0).price
             probe = pd.DataFrame([{**feats, "lead_time_days": lead, "stay_dow": request.stay_date.weekday()}])
             intercept = float(demand_logit(probe.assign(price=1.0))[0])
