@@ -6,13 +6,15 @@ check and the write are one atomic step inside Redis, so two writers racing on t
 still leave the newest version (Feast's own ``online_write_batch`` dedup reads, then writes, in
 two round trips). A batch is one pipelined round trip. Offsets are committed only after the
 batch is in Redis (:class:`events.consumer.EventConsumer`), so a crash replays rather than loses,
-and a replay is a no-op because equal versions are skipped.
+and a replay is a no-op because equal versions are skipped. Within a batch only the newest row of
+each (key, view) is sent: the older ones would be overwritten in the same round trip anyway
+(``superseded``; under a backlog the per-hotel view alone repeats each hotel hundreds of times).
 
 Example:
     >>> from prometheus_client import CollectorRegistry
     >>> writer = OnlineWriter(FeaturesConfig(), registry=CollectorRegistry())
     >>> writer.write_rows([])
-    WriteResult(written=0, skipped_stale=0)
+    WriteResult(written=0, skipped_stale=0, superseded=0)
 """
 
 from __future__ import annotations
@@ -42,6 +44,20 @@ _PUBLISH_EVERY_S = 1.0  # status file refresh: often enough for a CLI, cheap nex
 class WriteResult(NamedTuple):
     written: int
     skipped_stale: int
+    """Rows whose version was not newer than the one in Redis (replays, out-of-order writers)."""
+    superseded: int = 0
+    """Rows dropped before the round trip: a newer row of the same key and view was in the batch."""
+
+
+def newest_per_key(rows: Sequence[FeatureRow], project: str) -> list[tuple[bytes, FeatureRow]]:
+    """(Redis key, row) keeping only the highest version of each (key, view), in first-seen order."""
+    newest: dict[tuple[bytes, str], tuple[bytes, FeatureRow]] = {}
+    for row in rows:
+        key = row_key(row, project)
+        held = newest.get((key, row.view))
+        if held is None or row.version > held[1].version:
+            newest[(key, row.view)] = (key, row)
+    return list(newest.values())
 
 
 def redis_client(config: FeaturesConfig) -> redis.Redis:
@@ -97,30 +113,31 @@ class OnlineWriter:
         self._published = 0.0
 
     def write_rows(self, rows: Sequence[FeatureRow]) -> WriteResult:
-        """Compare-and-set every row in one pipelined round trip; older or equal versions are skipped.
+        """Compare-and-set the newest row per key in one pipelined round trip; older or equal versions are skipped.
 
         Raises:
             OnlineStoreError: Redis could not be reached or refused the script.
         """
         if not rows:
             return WriteResult(0, 0)
-        project = self.config.project
+        batch = newest_per_key(rows, self.config.project)
         try:
             with self._client.pipeline(transaction=False) as pipe:
-                for row in rows:
-                    self._script(keys=[row_key(row, project)], args=cas_args(row), client=pipe)
+                for key, row in batch:
+                    self._script(keys=[key], args=cas_args(row), client=pipe)
                 applied = pipe.execute()
         except redis.RedisError as exc:
             msg = f"Redis at {self.config.redis_url!r} failed a batch of {len(rows)} rows: {exc}"
             raise OnlineStoreError(msg) from exc
         now_ms = self._clock() * 1000.0
         written = 0
-        for row, ok in zip(rows, applied, strict=True):
+        for (_, row), ok in zip(batch, applied, strict=True):
             if ok:
                 written += 1
                 self.freshness.observe((now_ms - row.publish_time) / 1000.0)
-        self.freshness.count_rows(written=written, skipped_stale=len(rows) - written)
-        return WriteResult(written, len(rows) - written)
+        superseded = len(rows) - len(batch)
+        self.freshness.count_rows(written=written, skipped_stale=len(batch) - written + superseded)
+        return WriteResult(written, len(batch) - written, superseded)
 
     def publish_status(self, *, force: bool = False) -> None:
         """Write the freshness summary for ``pricestream features status`` (throttled)."""
@@ -138,6 +155,7 @@ class RunStats:
     polled: int = 0
     written: int = 0
     skipped_stale: int = 0
+    superseded: int = 0
     dead_lettered: int = 0
 
 
@@ -161,6 +179,7 @@ def run(
         result = writer.write_rows(rows)
         stats.written += result.written
         stats.skipped_stale += result.skipped_stale
+        stats.superseded += result.superseded
 
     consumer = EventConsumer(config.kafka, topic=config.topic, group_id=config.online_group, parse=parse_row)
     idle_since = time.monotonic()

@@ -41,6 +41,10 @@ def job_configuration(config: FeatureJobConfig) -> Configuration:
     # Savepoint compatibility: every operator gets a deterministic uid from the plan.
     conf.set_string("table.exec.uid.generation", "ALWAYS")
     conf.set_string("table.local-time-zone", "UTC")
+    # Parse and classify each event once: without this the planner inlines the shared
+    # parsed -> classified views into every consumer's Calc (seven), 247 JSON_VALUE calls
+    # per event; with it the shared view is one optimize block, computed once (38).
+    conf.set_string("table.optimizer.reuse-optimize-block-with-digest-enabled", "true")
     conf.set_string("table.exec.source.idle-timeout", f"{config.idle_timeout_ms} ms")
     # Bad data never fails the job (it goes to the DLQ); a failure is infrastructure, so
     # retry a few times and then surface it instead of restarting forever.

@@ -94,79 +94,116 @@ CREATE TEMPORARY TABLE dlq_sink (
 )"""
 
 
+# Raw JSON fields read once per event, as strings (JSON_VALUE's default); everything else is
+# typed from these. TRY_CAST over the string, not RETURNING: RETURNING DOUBLE fails on an integer
+# literal (a ClassCastException that would crash the job on one odd record).
+_RAW_FIELDS = ("event_type", "hotel_id", "room_type", "stay_date", "event_time", "price_shown", "price_paid",
+               "rate", "rooms_left", "capacity", "rooms")
+_TYPED = {
+    "stay_date": "TRY_CAST(stay_date_raw AS DATE)",
+    "event_time_ms": "TRY_CAST(event_time_raw AS BIGINT)",
+    "price_shown": "TRY_CAST(price_shown_raw AS DOUBLE)",
+    "price_paid": "TRY_CAST(price_paid_raw AS DOUBLE)",
+    "rate": "TRY_CAST(rate_raw AS DOUBLE)",
+    "rooms_left": "TRY_CAST(rooms_left_raw AS INT)",
+    "capacity": "TRY_CAST(capacity_raw AS INT)",
+    "rooms": "COALESCE(TRY_CAST(rooms_raw AS INT), 1)",
+}
+
+
 def parsed_view() -> str:
-    # TRY_CAST over the string value, not RETURNING: RETURNING DOUBLE fails on an integer
-    # literal (a ClassCastException that would crash the job on one odd record).
-    num = "TRY_CAST(JSON_VALUE(payload, '$.{0}') AS DOUBLE)"
+    """The only place the payload is parsed: one JSON_VALUE per field, raw strings out.
+
+    ``parsed`` is read by two different views (the DLQ's ``classified`` and ``valid``), so with
+    ``table.optimizer.reuse-optimize-block-with-digest-enabled`` it is its own optimize block and
+    runs once per event. Anything typed or derived here would be re-inlined into both consumers.
+    """
+    keys = ("event_type", "hotel_id", "room_type")
+    raw = ",\n  ".join(
+        f"JSON_VALUE(payload, '$.{name}') AS {name if name in keys else name + '_raw'}" for name in _RAW_FIELDS
+    )
     return f"""
 CREATE TEMPORARY VIEW parsed AS
 SELECT
   payload, src_topic, src_partition, src_offset, publish_ts, ts,
   payload IS JSON AS is_json,
-  JSON_VALUE(payload, '$.event_type') AS event_type,
-  JSON_VALUE(payload, '$.hotel_id') AS hotel_id,
-  JSON_VALUE(payload, '$.room_type') AS room_type,
-  TRY_CAST(JSON_VALUE(payload, '$.stay_date') AS DATE) AS stay_date,
-  TRY_CAST(JSON_VALUE(payload, '$.event_time') AS BIGINT) AS event_time_ms,
-  {num.format('price_shown')} AS price_shown,
-  {num.format('price_paid')} AS price_paid,
-  {num.format('rate')} AS rate,
-  TRY_CAST(JSON_VALUE(payload, '$.rooms_left') AS INT) AS rooms_left,
-  TRY_CAST(JSON_VALUE(payload, '$.capacity') AS INT) AS capacity,
-  COALESCE(TRY_CAST(JSON_VALUE(payload, '$.rooms') AS INT), 1) AS rooms
+  {raw}
 FROM src"""
 
 
-def _price_rule(event_type: str, column: str) -> str:
+def _price_rule(event_type: str, column: str) -> tuple[str, str]:
+    price = _TYPED[column]
     return (
-        f"WHEN event_type = '{event_type}' AND ({column} IS NULL OR NOT ({column} > 0 AND {column} < 1e9)) "
-        f"THEN 'field {column!s}: got ' || COALESCE(JSON_VALUE(payload, '$.{column}'), 'null') "
-        f"|| ', expected a finite price > 0'"
+        f"event_type = '{event_type}' AND ({price} IS NULL OR NOT ({price} > 0 AND {price} < 1e9))",
+        f"'field {column}: got ' || COALESCE({column}_raw, 'null') || ', expected a finite price > 0'",
     )
 
 
-def classified_view() -> str:
-    """Every row gets ``reason`` (NULL when valid) and ``error_class`` for the DLQ headers."""
+def _rules() -> list[tuple[str, str]]:
+    """(condition, reason) in order: the first condition that holds names the reason; none holds = valid."""
     types = ", ".join(f"'{t}'" for t in BEHAVIOUR_TYPES)
+    listed = types.replace("'", "")
+    stay, event_ms = _TYPED["stay_date"], _TYPED["event_time_ms"]
+    left, capacity = _TYPED["rooms_left"], _TYPED["capacity"]
+    return [
+        ("NOT is_json", "'record: not a JSON object'"),
+        (f"event_type IS NULL OR event_type NOT IN ({types})",
+         f"'field event_type: got ' || COALESCE(event_type, 'null') || ', expected one of {listed}'"),
+        ("hotel_id IS NULL OR hotel_id = ''", "'field hotel_id: missing, expected a non-empty string'"),
+        ("room_type IS NULL OR room_type = ''", "'field room_type: missing, expected a non-empty string'"),
+        (f"{stay} IS NULL",
+         "'field stay_date: got ' || COALESCE(stay_date_raw, 'null') || ', expected an ISO date'"),
+        (f"{event_ms} IS NULL", "'field event_time: missing, expected epoch milliseconds'"),
+        _price_rule("view", "price_shown"),
+        _price_rule("booking", "price_paid"),
+        _price_rule("competitor_rate", "rate"),
+        (f"event_type = 'inventory' AND ({left} IS NULL OR {capacity} IS NULL OR {capacity} <= 0 OR {left} < 0)",
+         "'field rooms_left/capacity: expected rooms_left >= 0 and capacity > 0'"),
+        (f"{stay} < CAST(ts AS DATE)",
+         f"'field stay_date: ' || CAST({stay} AS STRING) || ' is before the event date ' "
+         "|| CAST(CAST(ts AS DATE) AS STRING)"),
+        ("ts < CURRENT_WATERMARK(ts)", "'late event: event_time older than the allowed out-of-orderness'"),
+    ]
+
+
+def classified_view() -> str:
+    """The rows that fail a rule, with ``reason`` for the DLQ headers (NULL when valid)."""
+    cases = "\n    ".join(f"WHEN {cond} THEN {reason}" for cond, reason in _rules())
     return f"""
 CREATE TEMPORARY VIEW classified AS
-SELECT *,
+SELECT payload, src_topic, src_partition, src_offset,
   CASE
-    WHEN NOT is_json THEN 'record: not a JSON object'
-    WHEN event_type IS NULL OR event_type NOT IN ({types})
-      THEN 'field event_type: got ' || COALESCE(event_type, 'null') || ', expected one of {types.replace("'", "")}'
-    WHEN hotel_id IS NULL OR hotel_id = '' THEN 'field hotel_id: missing, expected a non-empty string'
-    WHEN room_type IS NULL OR room_type = '' THEN 'field room_type: missing, expected a non-empty string'
-    WHEN stay_date IS NULL THEN 'field stay_date: got ' || COALESCE(JSON_VALUE(payload, '$.stay_date'), 'null')
-      || ', expected an ISO date'
-    WHEN event_time_ms IS NULL THEN 'field event_time: missing, expected epoch milliseconds'
-    {_price_rule('view', 'price_shown')}
-    {_price_rule('booking', 'price_paid')}
-    {_price_rule('competitor_rate', 'rate')}
-    WHEN event_type = 'inventory' AND (rooms_left IS NULL OR capacity IS NULL OR capacity <= 0 OR rooms_left < 0)
-      THEN 'field rooms_left/capacity: expected rooms_left >= 0 and capacity > 0'
-    WHEN stay_date < CAST(ts AS DATE)
-      THEN 'field stay_date: ' || CAST(stay_date AS STRING) || ' is before the event date '
-      || CAST(CAST(ts AS DATE) AS STRING)
-    WHEN ts < CURRENT_WATERMARK(ts)
-      THEN 'late event: event_time older than the allowed out-of-orderness'
+    {cases}
     ELSE CAST(NULL AS STRING)
   END AS reason
 FROM parsed"""
 
 
 def valid_view() -> str:
-    return """
+    """The rows that pass every rule: the same ordered conditions as ``classified``, without the messages.
+
+    Written as its own view over ``parsed`` (not over ``classified``) so that ``parsed`` has two
+    readers and is parsed once; the CASE keeps the rules' order and NULL handling identical.
+    """
+    cases = "\n    ".join(f"WHEN {cond} THEN FALSE" for cond, _ in _rules())
+    t = _TYPED
+    return f"""
 CREATE TEMPORARY VIEW valid AS
-SELECT hotel_id, room_type, CAST(stay_date AS STRING) AS stay_date, ts, event_type, event_time_ms,
-  src_offset, publish_ts, price_shown, price_paid, rate, rooms_left, capacity, rooms,
+SELECT hotel_id, room_type, CAST({t['stay_date']} AS STRING) AS stay_date, ts, event_type,
+  {t['event_time_ms']} AS event_time_ms, src_offset, publish_ts, {t['price_shown']} AS price_shown,
+  {t['price_paid']} AS price_paid, {t['rate']} AS rate, {t['rooms_left']} AS rooms_left,
+  {t['capacity']} AS capacity, {t['rooms']} AS rooms,
   CASE WHEN event_type = 'search' THEN 1 ELSE 0 END AS is_search,
   CASE WHEN event_type = 'view' THEN 1 ELSE 0 END AS is_view,
-  CASE WHEN event_type = 'booking' THEN rooms ELSE 0 END AS n_booked,
-  CASE WHEN event_type = 'cancellation' THEN rooms ELSE 0 END AS n_cancelled,
+  CASE WHEN event_type = 'booking' THEN {t['rooms']} ELSE 0 END AS n_booked,
+  CASE WHEN event_type = 'cancellation' THEN {t['rooms']} ELSE 0 END AS n_cancelled,
   CASE WHEN event_type = 'search' THEN CAST(TIMESTAMPDIFF(DAY, CAST(ts AS TIMESTAMP(3)),
-    CAST(stay_date AS TIMESTAMP(3))) AS DOUBLE) END AS lead_days
-FROM classified WHERE reason IS NULL"""
+    CAST({t['stay_date']} AS TIMESTAMP(3))) AS DOUBLE) END AS lead_days
+FROM parsed
+WHERE CASE
+    {cases}
+    ELSE TRUE
+  END"""
 
 
 def dlq_insert() -> str:

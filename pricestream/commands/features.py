@@ -38,7 +38,7 @@ def features_status() -> None:
         ("freshness max (s)", summary.max_s),
         ("rows in window", summary.count),
         ("rows written", summary.written),
-        ("rows skipped (stale version)", summary.skipped_stale),
+        ("rows skipped (stale or superseded in batch)", summary.skipped_stale),
         ("updated at", iso(summary.updated_at)),
     ]
     out.print(kv_table(rows, title="online feature store"))
@@ -84,7 +84,7 @@ def write_online(max_idle: _MaxIdle = None) -> None:
         stats = online_writer.run(config, max_idle_s=max_idle, stop_event=stop)
     out.print(
         f"online writer: polled {stats.polled}, written {stats.written}, skipped as stale {stats.skipped_stale}, "
-        f"dead-lettered {stats.dead_lettered}"
+        f"superseded in batch {stats.superseded}, dead-lettered {stats.dead_lettered}"
     )
 
 
