@@ -1,25 +1,32 @@
-"""Decision latency in-process vs over HTTP, the feature-read peer (Feast), and memory after N decisions.
+"""Decision latency against Feast's feature read, in-process and over HTTP, and memory after N decisions.
 
-Prints p50/p99 (ms) of:
+One process, one Redis, one set of stored features (all six views per key, written with
+:class:`features.online_writer.OnlineWriter` under a throwaway Feast project whose keys are
+deleted at the end), one seeded request list. Warm-up calls are excluded everywhere.
 
-* ``in-process``: ``Scorer.price`` called directly;
-* ``http``: ``POST /v1/price`` against uvicorn on 127.0.0.1 (a separate process running
-  the same scorer), from an httpx client with a fixed concurrency;
-* ``features (ours)`` vs ``features (feast)``: the scorer's feature read
-  (:class:`features.online_source.RedisFeatureSource`) against Feast's
-  ``FeatureStore.get_online_features`` for the same features and keys on the same Redis
-  (a throwaway Feast project whose keys are deleted at the end);
+In-process (concurrency 1): for every request, four paths take turns, their order rotating
+from one request to the next, so that each sees the same moments of host load:
 
-each with its p50 ratio to the in-process decision (features: to our own read). The goal
-line compares the whole routed decision's p99 (in-process and over HTTP) with the p99 of
-Feast's read alone. Then the process RSS after ``--rss-small`` and ``--rss-large``
-decisions (psutil) backs the "memory stays flat" claim.
+* ``decision (routed)``: ``Scorer.price`` with the default router thresholds, feature read
+  from Redis included (the whole routed decision);
+* ``decision (heavy)``: the same pricers and Redis, with thresholds that send everything to
+  the heavy tier (feature read, rules, light quote for its uncertainty, heavy quote);
+* ``features (ours)``: :class:`features.online_source.RedisFeatureSource` alone;
+* ``features (feast)``: ``FeatureStore.get_online_features`` for the same features and keys.
 
-The features are written with :class:`features.online_writer.OnlineWriter` (all six views per
-key); ``--source memory`` swaps in the in-process dict source to show what Redis adds.
+Over HTTP (fixed concurrency ``--concurrency``, httpx client, uvicorn servers in child
+processes): ``POST /v1/price`` of our service, and Feast's own feature server
+(``feast.feature_server.get_app``, ``POST /get-online-features``) on the same Redis, in
+alternating chunks of requests at the same concurrency.
+
+Printed: p50/p99/p999 (ms) per path and each one's p99 ratio to Feast's in-process read p99
+(the goal: a whole routed decision no slower than Feast's read alone, ratio <= 1.0), the HTTP
+decision's ratio to Feast's HTTP read, the share per tier, and the load average before and
+after each part. Then (unless ``--skip-rss``) the process RSS after each count of
+``--rss-at`` decisions, with a progress line every ``--progress`` decisions.
 
 Run: ``.venv/bin/python bench/decide.py [--quick] [--requests 2000] [--concurrency 8]
-[--redis-url redis://127.0.0.1:6379/0] [--rss-small 10000 --rss-large 1000000 | --skip-rss]``
+[--redis-url redis://127.0.0.1:6379/0] [--rss-at 10000,100000,500000,1000000 | --skip-rss] [--rss-only]``
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import socket
 import subprocess
 import sys
@@ -50,6 +58,7 @@ from features.online_source import RedisFeatureSource
 from features.online_writer import OnlineWriter, redis_client
 from features.rows import FeatureRow
 from features.store import build_store
+from pricing.audit import AuditLog
 from pricing.feature_source import FeatureSource, MemoryFeatureSource
 from pricing.models import DemandModelConfig
 from pricing.rules import RuleSet
@@ -57,6 +66,7 @@ from pricing.scorer import Scorer, ScorerConfig
 from pricing.synthetic import training_frame
 from pricing.tiers import load_pricer
 from pricing.training import train_bundle
+from routing.calibration import Thresholds
 from routing.router import TieredRouter
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -64,6 +74,8 @@ RULES = Path(__file__).resolve().parents[1] / "pricing" / "rules" / "default.yam
 QUICK_LIGHT = DemandModelConfig(num_trees=30)
 QUICK_HEAVY = DemandModelConfig(n_members=3, num_trees=60, num_leaves=31, bootstrap=True)
 ROOM_TYPES = ("std", "double", "suite")
+ALL_HEAVY = Thresholds(rules_below=0.0, heavy_above=0.0)
+"""Router thresholds that send every request that the rules do not settle to the heavy tier."""
 
 
 # -- fixtures ------------------------------------------------------------------------------------
@@ -159,45 +171,56 @@ def requests_for(keys: Sequence[tuple[str, str, date]], n: int, *, seed: int = 0
 
 
 def build_scorer(bundles: tuple[Path, Path], keys: Sequence[tuple[str, str, date]], *,
-                 config: FeaturesConfig | None, seed: int = 0) -> Scorer:
-    """The scorer under test: default rules, both tiers, default router thresholds, no audit."""
+                 config: FeaturesConfig | None, seed: int = 0, thresholds: Thresholds | None = None,
+                 audit: AuditLog | None = None) -> Scorer:
+    """The scorer under test: default rules, both tiers, router thresholds (default ones when ``None``)."""
     return Scorer(ScorerConfig(deadline_ms=50.0), rules=RuleSet.load(RULES),
                   feature_source=make_feature_source(keys, config=config, seed=seed), light=load_pricer(bundles[0]),
-                  heavy=load_pricer(bundles[1]), router=TieredRouter())
+                  heavy=load_pricer(bundles[1]), router=TieredRouter(thresholds), audit=audit)
 
 
 # -- measurements -----------------------------------------------------------------------------
-def timed(fn: Callable[[Any], object], items: Sequence[Any]) -> np.ndarray:
-    """Per-call wall time, ms."""
-    out = np.empty(len(items))
-    for i, item in enumerate(items):
-        t0 = time.perf_counter()
-        fn(item)
-        out[i] = (time.perf_counter() - t0) * 1000.0
+Path_ = Callable[[PricingRequest], object]
+
+
+def taking_turns(paths: dict[str, Path_], requests: Sequence[PricingRequest]) -> dict[str, np.ndarray]:
+    """Per-call wall time (ms) of every path on every request; the paths take turns, in a rotating order."""
+    names = list(paths)
+    out = {name: np.empty(len(requests)) for name in names}
+    for i, request in enumerate(requests):
+        k = i % len(names)
+        for name in names[k:] + names[:k]:
+            t0 = time.perf_counter()
+            paths[name](request)
+            out[name][i] = (time.perf_counter() - t0) * 1000.0
     return out
 
 
-def feast_peer(keys: Sequence[tuple[str, str, date]], config: FeaturesConfig) -> np.ndarray:
-    """Per-key latency (ms) of Feast's ``get_online_features`` for the same features, keys and Redis.
+def _refs() -> list[str]:
+    return [f"{view}:{name}" for view, (_, names) in VIEWS.items() for name in names]
 
-    Every stored feature of the six views is asked (what the scorer reads); the first key's
-    answer is checked against ours so that both paths do the same work.
+
+def _entity(request: PricingRequest) -> dict[str, str]:
+    return {"hotel_id": request.hotel_id, "room_type": request.room_type, "stay_date": request.stay_date.isoformat()}
+
+
+def feast_reader(config: FeaturesConfig, probe: PricingRequest) -> Path_:
+    """Feast's ``get_online_features`` for every stored feature of one request's key (what the scorer reads).
+
+    The probe's answer is checked against :class:`RedisFeatureSource` so that both do the same work.
     """
-    store = build_store(config)
-    refs = [f"{view}:{name}" for view, (_, names) in VIEWS.items() for name in names]
+    store, refs = build_store(config), _refs()
 
-    def read(key: tuple[str, str, date]) -> dict[str, Any]:
-        row = {"hotel_id": key[0], "room_type": key[1], "stay_date": key[2].isoformat()}
-        return store.get_online_features(features=refs, entity_rows=[row]).to_dict()
+    def read(request: PricingRequest) -> dict[str, Any]:
+        return store.get_online_features(features=refs, entity_rows=[_entity(request)]).to_dict()
 
-    ours = RedisFeatureSource(config).read(*keys[0]).values
-    theirs = read(keys[0])
+    ours = RedisFeatureSource(config).read(probe.hotel_id, probe.room_type, probe.stay_date).values
+    theirs = read(probe)
     differ = [n for _, (_, names) in VIEWS.items() for n in names if theirs[n][0] != ours[n]]
     if differ:
-        msg = f"Feast and RedisFeatureSource disagree on {keys[0]} for {differ[:5]}"
+        msg = f"Feast and RedisFeatureSource disagree on {_entity(probe)} for {differ[:5]}"
         raise SystemExit(msg)
-    timed(read, keys[: min(200, len(keys))])  # warm-up (registry cache, connection)
-    return timed(read, keys)
+    return read
 
 
 def _free_port() -> int:
@@ -206,77 +229,105 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def _client(port: int, bodies: Sequence[bytes], concurrency: int) -> np.ndarray:
-    out = np.empty(len(bodies))
-    queue: asyncio.Queue[int] = asyncio.Queue()
-    for i in range(len(bodies)):
-        queue.put_nowait(i)
+async def _client(url: str, bodies: Sequence[bytes], concurrency: int) -> np.ndarray:
+    out, queue = np.empty(len(bodies)), list(range(len(bodies)))[::-1]
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", limits=limits) as client:
+    async with httpx.AsyncClient(limits=limits) as client:
 
         async def worker() -> None:
-            while not queue.empty():
-                i = queue.get_nowait()
+            while queue:
+                i = queue.pop()
                 t0 = time.perf_counter()
-                response = await client.post("/v1/price", content=bodies[i],
-                                             headers={"content-type": "application/json"})
+                response = await client.post(url, content=bodies[i], headers={"content-type": "application/json"})
                 out[i] = (time.perf_counter() - t0) * 1000.0
                 if response.status_code != 200:
-                    msg = f"status {response.status_code}: {response.text[:200]}"
+                    msg = f"{url}: status {response.status_code}: {response.text[:200]}"
                     raise RuntimeError(msg)
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
     return out
 
 
-def over_http(bundles: tuple[Path, Path], n_hotels: int, requests: Sequence[PricingRequest], *,
-              concurrency: int, seed: int, config: FeaturesConfig | None) -> tuple[np.ndarray, float]:
-    """Latencies (ms) and throughput (req/s) against a uvicorn child process serving the same scorer."""
+def _start(args: argparse.Namespace, mode: str, bundles: tuple[Path, Path], config: FeaturesConfig) -> tuple[
+        subprocess.Popen[bytes], int]:
     port = _free_port()
-    cmd = [sys.executable, __file__, "--serve", str(port), "--light", str(bundles[0]), "--heavy", str(bundles[1]),
-           "--hotels", str(n_hotels), "--seed", str(seed)]
-    if config is not None:
-        cmd += ["--redis-url", config.redis_url, "--project", config.project, "--state", str(config.state_dir)]
-    else:
-        cmd += ["--source", "memory"]
+    cmd = [sys.executable, __file__, "--serve", str(port), "--serve-mode", mode, "--light", str(bundles[0]),
+           "--heavy", str(bundles[1]), "--hotels", str(args.hotels), "--seed", str(args.seed),
+           "--redis-url", config.redis_url, "--project", config.project, "--state", str(config.state_dir)]
     server = subprocess.Popen(cmd)
+    health = "/health" if mode == "feast" else "/healthz"
+    deadline = time.monotonic() + 120.0
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}{health}", timeout=1.0).status_code == 200:
+                return server, port
+        except httpx.TransportError:
+            time.sleep(0.2)
+    server.terminate()
+    msg = f"the {mode} server did not come up on port {port} within 120 s"
+    raise RuntimeError(msg)
+
+
+def over_http(args: argparse.Namespace, bundles: tuple[Path, Path], requests: Sequence[PricingRequest],
+              config: FeaturesConfig, *, chunk: int = 250) -> dict[str, np.ndarray]:
+    """Latencies (ms) of our ``POST /v1/price`` and Feast's ``POST /get-online-features``, in alternating chunks."""
+    servers = [_start(args, mode, bundles, config) for mode in ("scorer", "feast")]
     try:
-        deadline = time.monotonic() + 120.0
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1.0).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
-        bodies = [r.model_dump_json().encode() for r in requests]
-        asyncio.run(_client(port, bodies[: min(200, len(bodies))], concurrency))  # warm-up
-        t0 = time.perf_counter()
-        latencies = asyncio.run(_client(port, bodies, concurrency))
-        return latencies, len(bodies) / (time.perf_counter() - t0)
+        (_, ours), (_, feast) = servers
+        refs = _refs()
+        bodies = {
+            f"http://127.0.0.1:{ours}/v1/price": [r.model_dump_json().encode() for r in requests],
+            f"http://127.0.0.1:{feast}/get-online-features": [
+                httpx.Request("POST", "/", json={"features": refs, "entities": {k: [v] for k, v in _entity(r).items()}}
+                              ).content for r in requests],
+        }
+        for url, body in bodies.items():  # warm-up
+            asyncio.run(_client(url, body[: min(200, len(body))], args.concurrency))
+        parts: dict[str, list[np.ndarray]] = {url: [] for url in bodies}
+        for start in range(0, len(requests), chunk):
+            for url, body in bodies.items():
+                parts[url].append(asyncio.run(_client(url, body[start : start + chunk], args.concurrency)))
+        decision, read = (np.concatenate(p) for p in parts.values())
+        return {"decision": decision, "feast": read}
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        for server, _ in servers:
+            server.terminate()
+            server.wait(timeout=30)
 
 
-def serve(port: int, bundles: tuple[Path, Path], n_hotels: int, seed: int, config: FeaturesConfig | None) -> None:
-    """Child-process mode: serve the benchmark scorer with uvicorn on 127.0.0.1."""
+def serve(port: int, mode: str, bundles: tuple[Path, Path], n_hotels: int, seed: int,
+          config: FeaturesConfig | None) -> None:
+    """Child-process mode: serve the benchmark scorer (or, ``mode == "feast"``, Feast's feature server)."""
     import uvicorn
 
-    from pricing.service import create_app
+    if mode == "feast":
+        from feast.feature_server import get_app
 
-    scorer = build_scorer(bundles, stay_keys(n_hotels, seed=seed), config=config, seed=seed)
-    uvicorn.run(create_app(scorer), host="127.0.0.1", port=port, log_level="warning", access_log=False)
+        if config is None:
+            msg = "--serve-mode feast needs the Redis source"
+            raise SystemExit(msg)
+        app = get_app(build_store(config))
+    else:
+        from pricing.service import create_app
+
+        app = create_app(build_scorer(bundles, stay_keys(n_hotels, seed=seed), config=config, seed=seed))
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
-def rss_after(scorer: Scorer, requests: Sequence[PricingRequest], counts: Sequence[int]) -> list[tuple[int, float]]:
-    """Process RSS (MiB) after each cumulative count of decisions (requests are cycled)."""
-    proc, done, out = psutil.Process(), 0, []
+def rss_after(scorer: Scorer, requests: Sequence[PricingRequest], counts: Sequence[int], *,
+              progress: int = 100_000) -> list[tuple[int, float]]:
+    """Process RSS (MiB) after each cumulative count of decisions (requests are cycled); prints progress."""
+    proc, done, out, started = psutil.Process(), 0, [], time.monotonic()
     for target in sorted(counts):
         while done < target:
             scorer.price(requests[done % len(requests)])
             done += 1
+            if done % progress == 0:
+                print(f"  {done:>9,} decisions, {time.monotonic() - started:7.0f} s, RSS "
+                      f"{proc.memory_info().rss / 2**20:.1f} MiB, load {_load()}", flush=True)
         gc.collect()
         out.append((target, proc.memory_info().rss / 2**20))
+        print(f"RSS after {target:,} decisions: {out[-1][1]:.1f} MiB", flush=True)
     return out
 
 
@@ -285,14 +336,66 @@ def _tier_counts(scorer: Scorer) -> dict[str, int]:
 
 
 # -- report ---------------------------------------------------------------------------------------
-def _row(name: str, ms: np.ndarray, ref: float | None) -> str:
-    p50, p99 = np.percentile(ms, [50, 99])
-    ratio = f"{p50 / ref:8.2f}x" if ref else f"{'':>9}"
-    return f"{name:<26}{len(ms):>8}{p50:>11.3f}{p99:>11.3f}{ratio:>10}"
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def _p99(ms: np.ndarray) -> float:
-    return float(np.percentile(ms, 99))
+def _p(ms: np.ndarray) -> tuple[float, float, float]:
+    p50, p99, p999 = np.percentile(ms, [50, 99, 99.9])
+    return float(p50), float(p99), float(p999)
+
+
+def _row(name: str, ms: np.ndarray, ref_p99: float | None) -> str:
+    p50, p99, p999 = _p(ms)
+    ratio = f"{p99 / ref_p99:11.2f}" if ref_p99 else f"{'':>11}"
+    return f"{name:<34}{len(ms):>7}{p50:>9.3f}{p99:>9.3f}{p999:>9.3f}{ratio}"
+
+
+HEADER = f"{'path':<34}{'n':>7}{'p50 ms':>9}{'p99 ms':>9}{'p999 ms':>9}{'p99/feast':>11}"
+
+
+def in_process(scorers: dict[str, Scorer], requests: Sequence[PricingRequest], config: FeaturesConfig | None,
+               ) -> dict[str, np.ndarray]:
+    """The in-process paths, taking turns (Feast's only with Redis features); warm-up excluded."""
+    routed = scorers["routed"]
+    paths: dict[str, Path_] = {f"decision ({name})": scorer.price for name, scorer in scorers.items()}
+    source = routed.feature_source
+    paths["features (ours)"] = lambda r: source.read(r.hotel_id, r.room_type, r.stay_date)
+    if config is not None:
+        paths["features (feast)"] = feast_reader(config, requests[0])
+    taking_turns(paths, requests[: min(500, len(requests))])  # warm-up
+    gc.collect()
+    gc.freeze()  # what the HTTP service does at start-up (pricing.service.create_app): no full-heap GC stalls
+    return taking_turns(paths, requests)
+
+
+def latency_report(scorers: dict[str, Scorer], bundles: tuple[Path, Path], requests: Sequence[PricingRequest],
+                   config: FeaturesConfig | None, args: argparse.Namespace) -> None:
+    """Print the latency table and the goal lines (decision p99 / Feast read p99)."""
+    print(f"in-process, concurrency 1, paths taking turns; load before {_load()}", flush=True)
+    before = _tier_counts(scorers["routed"])
+    local = in_process(scorers, requests, config)
+    shares = {t: n - before[t] for t, n in _tier_counts(scorers["routed"]).items()}
+    feast = local.get("features (feast)")
+    ref = _p(feast)[1] if feast is not None else None
+    print(HEADER)
+    for name, ms in local.items():
+        print(_row(name, ms, ref))
+    print(f"load after {_load()}; routed decisions by tier (incl. warm-up) {shares}")
+    if feast is None or config is None:
+        return
+    print(f"goal, in-process: routed decision p99 / Feast read p99 = {_p(local['decision (routed)'])[1] / ref:.2f}"
+          f" (heavy tier {_p(local['decision (heavy)'])[1] / ref:.2f}); <= 1 meets it")
+    if args.skip_http:
+        return
+    print(f"\nover HTTP, concurrency {args.concurrency}, alternating chunks; load before {_load()}", flush=True)
+    http = over_http(args, bundles, requests, config)
+    print(HEADER)
+    print(_row("POST /v1/price (routed decision)", http["decision"], ref))
+    print(_row("POST /get-online-features (feast)", http["feast"], ref))
+    print(f"load after {_load()}")
+    print(f"goal, HTTP: decision p99 / Feast in-process read p99 = {_p(http['decision'])[1] / ref:.2f}; "
+          f"decision p99 / Feast feature server p99 = {_p(http['decision'])[1] / _p(http['feast'])[1]:.2f}")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -304,11 +407,15 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true", help="small models (fast to train)")
     parser.add_argument("--source", choices=("redis", "memory"), default="redis")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
-    parser.add_argument("--rss-small", type=int, default=10_000)
-    parser.add_argument("--rss-large", type=int, default=1_000_000)
+    parser.add_argument("--rss-at", default="10000,100000,500000,1000000",
+                        help="comma-separated decision counts at which RSS is sampled")
+    parser.add_argument("--progress", type=int, default=100_000, help="decisions between RSS progress lines")
     parser.add_argument("--skip-rss", action="store_true")
+    parser.add_argument("--audit", action="store_true", help="the RSS run's scorer writes a hash-chained audit log")
+    parser.add_argument("--skip-http", action="store_true")
     parser.add_argument("--rss-only", action="store_true", help="skip the latency tables")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--serve-mode", choices=("scorer", "feast"), default="scorer", help=argparse.SUPPRESS)
     parser.add_argument("--light", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--heavy", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--project", help=argparse.SUPPRESS)
@@ -316,36 +423,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def latency_report(scorer: Scorer, bundles: tuple[Path, Path], requests: Sequence[PricingRequest],
-                   config: FeaturesConfig | None, args: argparse.Namespace) -> None:
-    """Print the latency table and the goal line (decision p99 vs Feast's read p99)."""
-    timed(scorer.price, requests[: min(500, len(requests))])  # warm-up
-    before = _tier_counts(scorer)
-    local = timed(scorer.price, requests)
-    shares = {t: n - before[t] for t, n in _tier_counts(scorer).items()}
-    http, rps = over_http(bundles, args.hotels, requests, concurrency=args.concurrency, seed=args.seed,
-                          config=config)
-    read_keys = [(r.hotel_id, r.room_type, r.stay_date) for r in requests]
-    ours = timed(lambda k: scorer.feature_source.read(*k), read_keys)
-    ref = float(np.percentile(local, 50))
-    print(f"{'path':<26}{'n':>8}{'p50 ms':>11}{'p99 ms':>11}{'p50 ratio':>10}")
-    print(_row("in-process decision", local, None))
-    print(_row(f"http decision (c={args.concurrency})", http, ref))
-    print(_row(f"features (ours, {args.source})", ours, None))
-    if config is not None:
-        feast = feast_peer(read_keys, config)
-        print(_row("features (feast)", feast, float(np.percentile(ours, 50))))
-        print(f"goal: routed decision p99 / Feast read p99 = in-process {_p99(local) / _p99(feast):.2f}, "
-              f"http c={args.concurrency} {_p99(http) / _p99(feast):.2f} (<= 1 meets it)")
-    print(f"http throughput {rps:,.0f} req/s; in-process decisions by tier {shares}")
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     if args.serve:
         child = None if args.source == "memory" else FeaturesConfig(
             project=args.project, state_dir=args.state, redis_url=args.redis_url)
-        serve(args.serve, (args.light, args.heavy), args.hotels, args.seed, child)
+        serve(args.serve, args.serve_mode, (args.light, args.heavy), args.hotels, args.seed, child)
         return
     with tempfile.TemporaryDirectory() as tmp:
         config = None
@@ -357,13 +440,21 @@ def main(argv: Sequence[str] | None = None) -> None:
             if config is not None:
                 write_features(config, keys, seed=args.seed)
             bundles = train_bundles(Path(tmp), quick=args.quick, seed=args.seed)
-            scorer = build_scorer(bundles, keys, config=config, seed=args.seed)
+            routed = build_scorer(bundles, keys, config=config, seed=args.seed)
             requests = requests_for(keys, args.requests, seed=args.seed)
             if not args.rss_only:
-                latency_report(scorer, bundles, requests, config, args)
+                heavy = build_scorer(bundles, keys, config=config, seed=args.seed, thresholds=ALL_HEAVY)
+                latency_report({"routed": routed, "heavy": heavy}, bundles, requests, config, args)
             if not args.skip_rss:
-                (n1, r1), (n2, r2) = rss_after(scorer, requests, [args.rss_small, args.rss_large])
-                print(f"RSS after {n1:,} decisions {r1:.1f} MiB; after {n2:,} {r2:.1f} MiB; ratio {r2 / r1:.3f}")
+                counts = [int(c) for c in args.rss_at.split(",")]
+                if args.audit:
+                    routed.audit = AuditLog(Path(tmp) / "audit.jsonl")
+                print(f"\nRSS, one scorer (audit {'on' if args.audit else 'off'}), requests cycled; load before "
+                      f"{_load()}", flush=True)
+                samples = rss_after(routed, requests, counts, progress=args.progress)
+                (n1, r1), (n2, r2) = samples[0], samples[-1]
+                print(f"RSS after {n2:,} decisions / after {n1:,}: {r2:.1f} / {r1:.1f} MiB = {r2 / r1:.3f} "
+                      f"(goal <= 1.05); load after {_load()}")
         finally:
             if config is not None:
                 drop_features(config)

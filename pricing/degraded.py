@@ -90,9 +90,12 @@ def clean_value(value: Any) -> float | None:
         >>> clean_value("3"), clean_value(True), clean_value(-2), clean_value(float("inf"))
         (None, None, -2.0, None)
     """
-    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+    if type(value) is float:  # the common case first: a decoded double (a hot path, ~26 calls per decision)
+        number = value
+    elif value is None or isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    number = float(value)
+    else:
+        number = float(value)
     if not math.isfinite(number) or abs(number) > FEATURE_ABS_MAX:
         return None
     return number
