@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 from confluent_kafka import Message
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -47,6 +48,7 @@ from feedback.registry import ModelRegistry
 from feedback.samplers import (
     Candidate,
     CommitteeSampler,
+    FisherSampler,
     MarginSampler,
     RandomSampler,
     Sampler,
@@ -56,11 +58,14 @@ from feedback.samplers import (
 )
 from feedback.services.kafka_io import TransactionalStage, drive, parse_record
 from pricing.tiers import HeavyPricer, LightPricer, load_pricer
+from pricing.vectorize import LIGHT_COLUMNS, frame_matrix, input_columns
 
 LABELS = "feedback.labels"
 EXAMPLES = "training.examples"
 _EXAMPLE_NAMESPACE = uuid.UUID("0f4a5c1e-2b7d-4e83-9a61-7c3e8d2f1b40")
-Strategy = Literal["committee", "uncertainty", "margin", "random"]
+Strategy = Literal["committee", "uncertainty", "margin", "fisher", "random"]
+FISHER_COLUMNS = input_columns(LIGHT_COLUMNS)
+"""What the ``fisher`` strategy's leverage is computed on: the light model's inputs (price included)."""
 
 
 class SamplerServiceConfig(BaseModel):
@@ -153,9 +158,9 @@ class Committee:
         columns: list[np.ndarray] = []
         for pricer in self.pricers.values():
             cols = pricer.meta["columns"]
-            x = np.array(
-                [[lab.price] + [_num(lab.features.get(c)) for c in cols[1:]] for lab in labels], dtype=np.float32
-            )
+            inputs = list(input_columns(cols))
+            rows = [{**{c: _num(lab.features.get(c)) for c in inputs}, "price": lab.price} for lab in labels]
+            x = frame_matrix(pd.DataFrame(rows, columns=inputs), cols)  # derives the relative prices
             columns.append(np.asarray(pricer.predict(x), dtype=float).mean(axis=1))
         if self.online is not None:
             online = self.online
@@ -172,6 +177,8 @@ def _num(value: float | None) -> float:
 
 def make_sampler(strategy: Strategy, config: SamplerConfig) -> Sampler:
     """The :mod:`feedback.samplers` class for ``strategy``."""
+    if strategy == "fisher":
+        return FisherSampler(config, columns=FISHER_COLUMNS)
     kinds: dict[str, type[Sampler]] = {
         "committee": CommitteeSampler,
         "uncertainty": UncertaintySampler,
@@ -240,7 +247,9 @@ class SamplerService(TransactionalStage):
                 self._batch.dead_lettered += 1
                 continue
             labels.append(event)
-        for label, opinions in zip(labels, self.committee.opinions(labels), strict=True):
+        scored = list(zip(labels, self.committee.opinions(labels), strict=True))
+        self.sampler.observe([Candidate.from_label(label, committee=opinions) for label, opinions in scored])
+        for label, opinions in scored:
             chosen = self.decide(label, opinions)
             if chosen is None:
                 continue

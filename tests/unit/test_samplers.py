@@ -12,6 +12,7 @@ from feedback.errors import FeedbackConfigError, FeedbackError
 from feedback.samplers import (
     Candidate,
     CommitteeSampler,
+    FisherSampler,
     MarginSampler,
     RandomSampler,
     SamplerConfig,
@@ -127,5 +128,59 @@ def test_to_training_example_keeps_weight() -> None:
     [sel] = UncertaintySampler(SamplerConfig(c=1.0)).select([Candidate.from_label(label)])
     ex = sel.to_training_example()
     assert (ex.weight, ex.selection_prob, ex.strategy, ex.label) == (1.0, 1.0, "uncertainty", 1)
+    assert ex.features == {"occupancy": 0.5} and sel.candidate.features == {"occupancy": 0.5, "price": 80.0}
     with pytest.raises(FeedbackError, match="payload"):
         UncertaintySampler().select([Candidate(key="x", event_time=T0, prob=0.5)])[0].to_training_example()
+
+
+def priced_pool(n_common: int, n_rare: int, *, prob: float = 0.15) -> list[Candidate]:
+    """Same booking probability everywhere; a few offers at an unusual price for the room."""
+    common = [Candidate(key=f"c{i}", event_time=T0, prob=prob, features={"price": 95.0 + i % 11})
+              for i in range(n_common)]
+    rare = [Candidate(key=f"r{i}", event_time=T0, prob=prob, features={"price": 300.0 + i}) for i in range(n_rare)]
+    return common + rare
+
+
+def test_fisher_prefers_high_leverage_and_meets_budget_exactly() -> None:
+    rare_picks = []
+    for seed in range(20):
+        chosen = FisherSampler(SamplerConfig(budget_per_period=20, seed=seed), columns=["price"]).select(
+            priced_pool(180, 20)
+        )
+        assert len(chosen) == 20
+        assert all(s.weight == pytest.approx(1 / s.selection_prob) and s.strategy == "fisher" for s in chosen)
+        rare_picks.append(sum(s.candidate.key.startswith("r") for s in chosen))
+    # leverage 10 vs 1.1: g three times higher, so 60 of 240 units of selection mass (5 picks; random: 2)
+    assert statistics.mean(rare_picks) >= 4.0
+
+
+def test_fisher_weighs_outcome_variance_at_equal_leverage() -> None:
+    sampler = FisherSampler(columns=["price"])
+    sampler.observe(priced_pool(50, 0))
+    same = {"price": 100.0}
+    low, high = (Candidate(key=k, event_time=T0, prob=p, features=same) for k, p in (("a", 0.02), ("b", 0.3)))
+    assert sampler.score(high) / sampler.score(low) == pytest.approx((0.3 * 0.7 / (0.02 * 0.98)) ** 0.5)
+    assert sampler.informativeness(Candidate(key="u", event_time=T0, prob=None)) == 1.0
+
+
+def test_fisher_weights_are_unbiased_when_the_budget_binds() -> None:
+    candidates = priced_pool(50, 10)
+    totals = [
+        sum(s.weight for s in FisherSampler(SamplerConfig(budget_per_period=12, seed=seed), columns=["price"])
+            .select(candidates))
+        for seed in range(600)
+    ]
+    mean, se = statistics.mean(totals), statistics.stdev(totals) / len(totals) ** 0.5
+    assert abs(mean - 60) < 4 * se and se < 2.0
+
+
+def test_fisher_efficiency_and_config() -> None:
+    flat = FisherSampler(columns=["price"])
+    same = [Candidate(key=str(i), event_time=T0, prob=0.2, features={"price": 100.0}) for i in range(30)]
+    flat.observe(same)
+    assert flat.efficiency(same) == pytest.approx(1.0)  # nothing to gain over random
+    skewed = FisherSampler(columns=["price"])
+    skewed.observe(priced_pool(180, 20))
+    assert skewed.efficiency(priced_pool(180, 20)) == pytest.approx(0.8, abs=0.05)  # (1.2)^2 / 1.8
+    with pytest.raises(FeedbackConfigError, match="columns/embed"):
+        FisherSampler()
