@@ -225,10 +225,9 @@ def create_app(
     config_ms = scorer.config.deadline_ms
 
     @app.post("/v1/price", response_model=PricingDecision, summary="Price one stay")
-    async def price(request: Request, body: _One, x_deadline_ms: _DeadlineHeader = None) -> Response:
-        # Inline on the event loop, not in the thread pool: a decision is ~1 ms of mostly GIL-bound work, and
-        # concurrent requests in pool threads only contend for the GIL (p99 over HTTP at concurrency 8 was
-        # ~1.6x Feast's async feature server's; see bench/decide.py). Batches stay in the pool.
+    def price(request: Request, body: _One, x_deadline_ms: _DeadlineHeader = None) -> Response:
+        # In the thread pool, not inline on the event loop: the feature read is blocking I/O, and a hung Redis
+        # (up to redis_timeout_s per read) would stall every request, /healthz and /metrics behind it.
         decision = scorer.price(body, deadline_ms=_budget(request, x_deadline_ms, deadline_ms, config_ms))
         return Response(decision.model_dump_json(), media_type="application/json")
 
