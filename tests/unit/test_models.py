@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from events.models import PricingRequest
 from pricing.errors import BundleError, TrainingError
 from pricing.models import HEAVY_CONFIG, LIGHT_CONFIG, DemandModelConfig, predict_native
 from pricing.synthetic import training_frame
 from pricing.tiers import HeavyPricer, LightPricer, load_pricer
 from pricing.training import load_boosters, read_meta, train_bundle
-from pricing.vectorize import HEAVY_COLUMNS, LIGHT_COLUMNS, frame_matrix
+from pricing.vectorize import HEAVY_COLUMNS, LIGHT_COLUMNS, PRICE_RATIOS, Vectorizer, frame_matrix, price_columns
 
 # The heavy tier's shape (5 bagged members) at a test-sized depth: parity and
 # ensembling are per tree and per member, so 60 trees exercise the same paths as 300.
@@ -152,3 +154,39 @@ def test_tampered_onnx_is_refused(light: Path, tmp_path: Path) -> None:
         load_pricer(copy)
     with pytest.raises(BundleError):
         load_pricer(tmp_path / "nowhere")
+
+
+def test_relative_prices_agree_between_serving_and_training_rows() -> None:
+    """The Vectorizer (serving) and frame_matrix (training) derive the same price ratios; a missing
+    or non-positive reference gives NaN, never a ratio to 0 or a division error."""
+    req = PricingRequest(hotel_id="h", room_type="r", stay_date=date(2026, 7, 2),
+                         event_time=datetime(2026, 7, 1, tzinfo=UTC))
+    prices = np.array([80.0, 100.0, 130.0])
+    vec = Vectorizer(LIGHT_COLUMNS, grid_size=2)  # grows past the pre-allocated rows
+    served = vec.fill(req, {"base_rate": 100.0, "comp_rate_median_24h": 125.0, "occupancy": 0.4}, prices).copy()
+    rows = pd.DataFrame({c: [served[0, j]] * 3 for j, c in enumerate(LIGHT_COLUMNS) if c not in PRICE_RATIOS})
+    rows = rows.assign(price=prices, base_rate=100.0, comp_rate_median_24h=125.0)
+    trained = frame_matrix(rows, LIGHT_COLUMNS)
+    ratio = [LIGHT_COLUMNS.index(c) for c in ("price_to_base_rate", "price_to_comp_rate")]
+    np.testing.assert_allclose(served[:, ratio], [[0.8, 0.64], [1.0, 0.8], [1.3, 1.04]], rtol=1e-6)
+    np.testing.assert_allclose(trained, served, rtol=1e-6)
+    assert price_columns(LIGHT_COLUMNS) == (0, *ratio)
+    missing = vec.fill(req, {"base_rate": 0.0}, prices)
+    assert np.isnan(missing[:, ratio]).all() and np.isnan(vec.row[ratio]).all()
+    with pytest.raises(KeyError, match="base_rate"):
+        frame_matrix(pd.DataFrame({"price": [1.0]}), ["price", "price_to_base_rate"])
+
+
+def test_demand_is_non_increasing_in_the_relative_price(light: Path) -> None:
+    """Monotone in every price column: quotes along a grid never gain bookings as the price rises."""
+    boosters, meta = load_boosters(light)
+    x = frame_matrix(training_frame(200, seed=5), meta["columns"])
+    grid = np.repeat(x, 9, axis=0)
+    factors = np.tile(np.linspace(0.7, 1.5, 9), len(x))
+    grid[:, 0] *= factors
+    for j in range(1, len(meta["columns"])):
+        if meta["columns"][j].startswith("price_to_"):
+            grid[:, j] *= factors
+    p = predict_native(boosters, grid)[:, 0].reshape(len(x), 9)
+    assert (np.diff(p, axis=1) <= 1e-12).all()
+    assert (p[:, 0] - p[:, -1]).mean() > 0.02  # and price does matter
