@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psutil
 from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client import CollectorRegistry
 from pyflink.datastream import StreamExecutionEnvironment
@@ -60,6 +61,7 @@ WRITER_BATCH = 2000  # rows per Redis round trip; the writer's default (500) is 
 @dataclass
 class WriterLog:
     rows: int = 0
+    cpu_s: float = 0.0  # the writer thread's own CPU time
     first_s: float | None = None
     last_s: float | None = None
     tracker: FreshnessTracker = field(default_factory=lambda: FreshnessTracker(window=10_000_000))
@@ -168,11 +170,12 @@ def run_writer(features: FeaturesConfig, log: WriterLog, stop: threading.Event, 
     def handle(rows: list) -> None:
         writer.freshness = log.tracker  # the caller swaps in a fresh tracker after the warm-up
         writer.write_rows(rows)
+        log.cpu_s = time.thread_time() - cpu0
         log.rows += len(rows)
         log.last_s = time.perf_counter()
         log.first_s = log.first_s or log.last_s
 
-    idle_since = time.perf_counter()
+    idle_since, cpu0 = time.perf_counter(), time.thread_time()
     try:
         while not stop.is_set():
             if consumer.process(handle, max_records=WRITER_BATCH, timeout_s=0.2):
@@ -208,7 +211,8 @@ def watch_job(port: int, result: TableResult) -> dict:
         last_ok = time.perf_counter()
         source = next((v for v in vertices if v["name"].startswith("Source")), None)
         if source is not None and source["write-records"] > 0 and out["source_first_s"] is None:
-            out["source_first_s"] = last_ok
+            out["source_first_s"], out["jvm_cpu_at_first_s"] = last_ok, jvm_cpu_s()
+        out["jvm_cpu_last_s"] = jvm_cpu_s()
         out["vertices"] = vertices
         seen = max((v["read-records"] for v in vertices if v["name"].startswith("OverAggregate")), default=0)
         if seen > out.get("events_seen", 0):
@@ -221,6 +225,19 @@ def watch_job(port: int, result: TableResult) -> dict:
         time.sleep(0.5)
     out["end_s"] = time.perf_counter()
     return out
+
+
+def jvm_cpu_s() -> float:
+    """User + system CPU seconds of the JVM(s) that PyFlink started under this process (the MiniCluster)."""
+    total = 0.0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if "java" in child.name():
+                cpu = child.cpu_times()
+                total += cpu.user + cpu.system
+        except psutil.Error:
+            continue
+    return total
 
 
 def root_exception(port: int, jid: str) -> str:
@@ -315,16 +332,25 @@ def throughput(stack: StackConfig, args: argparse.Namespace) -> dict:
         "events": n, "produce_eps": n / produce_s, "peer_consume_eps": n / peer_s,
         "end_to_end_eps": n / (end - t0), "job_eps": watched.get("events_seen", 0) / source_s, "rows": log.rows,
         "writer_rows_per_s": log.rows / ((log.last_s or end) - (log.first_s or t0)),
+        "sustained_eps": n / ((log.last_s or end) - (log.first_s or t0)),
         "startup_s": (first - t0) if first is not None else float("nan"), "wall_s": end - t0,
+        "jvm_cpu_us_per_event": 1e6 * (watched.get("jvm_cpu_last_s", 0.0) - watched.get("jvm_cpu_at_first_s", 0.0))
+        / n,
+        "writer_cpu_us_per_event": 1e6 * log.cpu_s / n,
         "redis_keys_deleted": cleanup(features), "dlq_records": topic_size(kafka, "behaviour.events.dlq"),
     }
     print(f"throughput over {n} events (parallelism {args.parallelism}), job {watched['state']}:")
     print(f"  end to end (job start -> last row in Redis): {out['end_to_end_eps']:,.0f} events/s "
           f"in {out['wall_s']:.1f} s, of which {out['startup_s']:.1f} s job start-up")
+    print(f"  sustained end to end (first -> last row in Redis): {out['sustained_eps']:,.0f} events/s")
     print(f"  job alone while its source ran:             {out['job_eps']:,.0f} events/s")
     print(f"  online writer:                              {out['writer_rows_per_s']:,.0f} rows/s ({log.rows} rows)")
     print(f"  peer, plain consumer of the same topic:     {out['peer_consume_eps']:,.0f} events/s "
           f"-> pipeline/peer ratio {out['end_to_end_eps'] / out['peer_consume_eps']:.3f}")
+    cpu_us = out["jvm_cpu_us_per_event"] + out["writer_cpu_us_per_event"]
+    print(f"  CPU per event (load-independent): job JVM {out['jvm_cpu_us_per_event']:,.0f} us + online writer "
+          f"{out['writer_cpu_us_per_event']:,.0f} us = {cpu_us:,.0f} us -> {1e6 / cpu_us:,.0f} events per CPU-second, "
+          f"{os.cpu_count()} idle cores would carry ~{(os.cpu_count() or 1) * 1e6 / cpu_us:,.0f} events/s")
     print(f"  events to the DLQ: {out['dlq_records']} (late or invalid)")
     print_profile(watched["vertices"])
     return out

@@ -45,6 +45,9 @@ def job_configuration(config: FeatureJobConfig) -> Configuration:
     # parsed -> classified views into every consumer's Calc (seven), 247 JSON_VALUE calls
     # per event; with it the shared view is one optimize block, computed once (38).
     conf.set_string("table.optimizer.reuse-optimize-block-with-digest-enabled", "true")
+    # SQL operators copy what they keep; skipping the defensive copies between chained operators
+    # cut the job's CPU per event by ~9% (bench/ingest.py).
+    conf.set_string("pipeline.object-reuse", "true")
     conf.set_string("table.exec.source.idle-timeout", f"{config.idle_timeout_ms} ms")
     # Bad data never fails the job (it goes to the DLQ); a failure is infrastructure, so
     # retry a few times and then surface it instead of restarting forever.
