@@ -12,9 +12,11 @@ on the same shoppers (common random numbers).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,13 +52,23 @@ from pricing.training import train_bundle
 _BOOTSTRAP_ROWS = 20_000  # enough for a stable first model, trained in seconds
 _DRAIN_IDLE_BATCHES = 3  # empty polls in a row that mean a service has caught up
 _LABEL_HORIZON = timedelta(hours=6)  # short, so a simulated day yields labels the same day
-# Booking probabilities sit mostly in 5-30%, where uncertainty varies little; this c
-# and floor select roughly a third of the labels (weights stay 1/q, so training is unbiased).
-_SAMPLER_C = 0.5
+# The Fisher sampler (outcome variance x leverage, the variance-optimal rule for a weighted fit;
+# bench/label_efficiency.py) has informativeness g / (4 x mean g): c = 1.3 selects roughly a
+# third of the labels, the floor keeps every label selectable (weights 1/q keep training unbiased).
+_SAMPLER_STRATEGY = "fisher"
+_SAMPLER_C = 1.3
 _SAMPLER_FLOOR = 0.05
 _MIN_TRAIN_EXAMPLES = 100  # fewer than this and a LightGBM update is noise: keep buffering
 _BAND = (0.85, 1.3)  # floor and ceiling as multiples of a room's reference price
 _GUARD_HOLDOUT = 0.2  # = feedback.continued's default validation_fraction
+# A simulated day is produced in one burst of seconds; with the job's 60 s default, partitions
+# that get no events (few hotels, more partitions) held the watermark back past the next day's
+# scoring, so no window fired and the scorer saw no features at all. 10 s still tolerates a
+# briefly starved reader on a busy host.
+_IDLE_TIMEOUT_MS = 10_000
+_FEATURES_WAIT_S = 240.0  # the first day includes the Flink job's start-up (a minute on a busy host)
+_FEATURES_SETTLED_S = 8.0  # no new feature rows for this long after some: the job caught up with the day
+_FEATURES_POLL_S = 1.0
 
 Progress = Callable[[str], None]
 
@@ -86,9 +98,13 @@ class DemoReport:
             for r in f.itertuples()
         ]
         total, static, oracle = f.policy.sum(), f.static.sum(), f.oracle.sum()
+        e_total, e_static, e_oracle = f.policy_expected.sum(), f.static_expected.sum(), f.oracle_expected.sum()
         lines += [
             f"revenue: pricestream {total:,.0f} vs static {static:,.0f} ({(total / static - 1) * 100:+.1f}%) "
             f"vs oracle {oracle:,.0f} ({total / oracle * 100:.1f}% of the best possible)",
+            "expected revenue of the offers shown (the truth's expectation: no booking-lottery noise): "
+            f"pricestream {e_total:,.0f} vs static {e_static:,.0f} ({(e_total / e_static - 1) * 100:+.1f}%) "
+            f"vs oracle {e_oracle:,.0f} ({e_total / e_oracle * 100:.1f}%)",
             f"decisions {self.decisions}, labels {self.labels}, training examples written {self.training_examples}",
             f"model versions {self.model_versions}, promotions {self.promotions}, rejections {len(self.rejections)}",
         ]
@@ -104,6 +120,7 @@ class _Loop:
 
     settings: Settings
     kafka: KafkaConfig
+    features: FeaturesConfig
     work: Path
     market: Market
     registry: ModelRegistry
@@ -125,6 +142,7 @@ def run_demo(
     report = DemoReport()
     try:
         first = datetime.now(tz=UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        _warm_up(loop, first - timedelta(days=1), seed=seed - 1, say=say)
         for d in range(days):
             report.days.append(_one_day(loop, first + timedelta(days=d), seed=seed + d, report=report, say=say))
     finally:
@@ -141,11 +159,11 @@ def _start(settings: Settings, *, hotels: int, seed: int, say: Progress) -> _Loo
     create_topics(kafka)
     market = Market(MarketConfig(hotels=hotels, seed=seed, start=datetime.now(tz=UTC)))
     registry = ModelRegistry(work / "registry")
-    say("training the bootstrap light and heavy models on simulated offers")
-    snapshot = _bootstrap(market, registry, work, seed=seed)
     features = FeaturesConfig(project=f"demo{run_id}", state_dir=work, redis_url=settings.redis(), kafka=kafka)
     say("starting the Flink feature job and the online writer")
-    job = _start_feature_job(settings, kafka, work)
+    job = _start_feature_job(settings, kafka, work)  # first: its start-up overlaps the bootstrap training
+    say("training the bootstrap light and heavy models on simulated offers")
+    snapshot = _bootstrap(market, registry, work, seed=seed)
     writer_stop = threading.Event()
     from features.online_writer import run as run_writer
 
@@ -154,11 +172,11 @@ def _start(settings: Settings, *, hotels: int, seed: int, say: Progress) -> _Loo
     market_rules(market, work / "rules.yaml")
     scorer = _scorer(settings, features, registry, work, snapshot.snapshot_id)
     return _Loop(
-        settings, kafka, work, market, registry, scorer,
+        settings, kafka, features, work, market, registry, scorer,
         LabelService(LabelServiceConfig(kafka=kafka, checkpoint_dir=work / "labels", horizon=_LABEL_HORIZON)),
         SamplerService(
             SamplerServiceConfig(
-                kafka=kafka, checkpoint_dir=work / "sampler", registry_root=registry.root, strategy="uncertainty",
+                kafka=kafka, checkpoint_dir=work / "sampler", registry_root=registry.root, strategy=_SAMPLER_STRATEGY,
                 sampler=SamplerConfig(c=_SAMPLER_C, floor=_SAMPLER_FLOOR, seed=seed),
             )
         ),
@@ -192,6 +210,7 @@ def _start_feature_job(settings: Settings, kafka: KafkaConfig, work: Path) -> su
         bootstrap_servers=kafka.bootstrap_servers, topic_prefix=kafka.topic_prefix,
         connector_jar=settings.stack().flink_kafka_connector_jar, startup="earliest-offset",
         checkpoint_interval_ms=1000, checkpoint_dir=work / "checkpoints", out_of_orderness_ms=1000,
+        idle_timeout_ms=_IDLE_TIMEOUT_MS,
         transactional_id_prefix=f"{kafka.topic_prefix}features", group_id=f"{kafka.topic_prefix}features",
     )
     argv = [sys.executable, "-m", "pipelines.feature_job", "--config-json", config.model_dump_json()]
@@ -263,9 +282,27 @@ def _one_day(loop: _Loop, start: datetime, *, seed: int, report: DemoReport, say
     base = {name: simulate_days(loop.market, pol, days=1, start=start, seed=seed).days[0]
             for name, pol in (("static", static_policy(loop.market)), ("oracle", oracle_policy(loop.market)))}
     model = _learn(loop, report, say)
+    _await_features(loop, say)
     report.decisions += len(decisions)
     return {"day": start.date(), "policy": ours.revenue, "static": base["static"].revenue,
-            "oracle": base["oracle"].revenue, "decisions": len(decisions), "model": model}
+            "oracle": base["oracle"].revenue, "policy_expected": ours.expected_revenue,
+            "static_expected": base["static"].expected_revenue, "oracle_expected": base["oracle"].expected_revenue,
+            "decisions": len(decisions), "model": model}
+
+
+def _warm_up(loop: _Loop, start: datetime, *, seed: int, say: Progress) -> None:
+    """One day of history at the static price (events only), so that the first priced day has features.
+
+    A hotel that switches pricestream on has a booking history; without it the first
+    day would be priced on an empty online store, unlike anything the models trained on.
+    """
+    say(f"warm-up {start.date()}: a day of history at the static price, events to Kafka")
+    sim = Simulation(loop.market, start=start, duration=timedelta(days=1), policy=static_policy(loop.market),
+                     rng_seed=seed)
+    with Producer(loop.kafka, topic="behaviour.events") as events:
+        for event in sim:
+            events.send(event)
+    _await_features(loop, say)
 
 
 def _link(event: Record, recent: dict[tuple[Any, ...], str]) -> Record:
@@ -309,6 +346,37 @@ def _learn(loop: _Loop, report: DemoReport, say: Progress) -> str:
     elif getattr(outcome, "reason", None):
         report.rejections.append(str(outcome.reason))
     return _serving(loop)
+
+
+def _await_features(loop: _Loop, say: Progress) -> int:
+    """Wait (bounded) until the day's features are in the online store: the next day is priced on them.
+
+    The stream job runs behind the burst of a simulated day's events; without this wait
+    the scorer would price the next day on a store that is still empty. Caught up means the
+    online writer wrote rows and then nothing new for ``_FEATURES_SETTLED_S``.
+    """
+    say("waiting for the feature job to bring the day's features to the online store")
+    deadline = time.monotonic() + _FEATURES_WAIT_S
+    last, since = _written(loop), time.monotonic()
+    start = last
+    while time.monotonic() < deadline:
+        time.sleep(_FEATURES_POLL_S)
+        now = _written(loop)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif now > start and time.monotonic() - since >= _FEATURES_SETTLED_S:
+            break
+    if last == start:
+        say(f"no features arrived within {_FEATURES_WAIT_S:.0f} s; the next day is priced without new ones")
+    return last - start
+
+
+def _written(loop: _Loop) -> int:
+    try:
+        status = json.loads(loop.features.status_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0
+    return int(status.get("written") or 0)
 
 
 def _serving(loop: _Loop) -> str:
