@@ -67,6 +67,78 @@ def monitor_report(
     out.print(f"dashboard: {path}")
 
 
+@monitor_app.command("stream")
+def monitor_stream(
+    metrics_port: Annotated[
+        int, typer.Option(envvar="PRICESTREAM_MONITOR_METRICS_PORT", min=0, max=65535,
+                          help="serve Prometheus /metrics on 127.0.0.1:PORT while running (0: off)")
+    ] = 9464,
+    reference: Annotated[
+        str | None, typer.Option(envvar="PRICESTREAM_REFERENCE", help="snapshot id for the drift reference")
+    ] = None,
+    out_file: Annotated[Path | None, typer.Option("--out", envvar="PRICESTREAM_MONITOR_OUT")] = None,
+    until: Annotated[int | None, typer.Option(envvar="PRICESTREAM_MONITOR_UNTIL", min=1,
+                                              help="stop after this many decisions")] = None,
+    max_idle: Annotated[float | None, typer.Option(envvar="PRICESTREAM_MONITOR_MAX_IDLE", min=0.5,
+                                                   help="stop after this many idle seconds")] = None,
+    window_hours: Annotated[float, typer.Option(envvar="PRICESTREAM_WINDOW_HOURS", min=0.1)] = 1.0,
+    group_id: Annotated[str, typer.Option(envvar="PRICESTREAM_MONITOR_GROUP")] = "pricestream-monitors",
+    features: Annotated[str | None, typer.Option(envvar="PRICESTREAM_MONITOR_FEATURES",
+                                                 help="comma-separated features to watch (default: all)")] = None,
+) -> None:
+    """Live monitors over ``pricing.decisions``: Prometheus metrics while running, an HTML dashboard on exit.
+
+    Runs until Ctrl-C / SIGTERM, ``--until`` decisions or ``--max-idle`` seconds without any.
+    """
+    import signal
+    import threading
+
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    from events.admin import create_topics
+    from events.catalog import ALL_FEATURES
+    from events.topics import TOPICS
+    from feedback.monitors.stream import DecisionMonitor, MonitorConfig, MonitorStream
+
+    watched = ALL_FEATURES if features is None else tuple(f.strip() for f in features.split(",") if f.strip())
+    unknown = sorted(set(watched) - set(ALL_FEATURES))
+    if unknown or not watched:
+        fail(f"--features: got {unknown or features!r}, expected names from {list(ALL_FEATURES)}")
+    s = settings()
+    create_topics(s.kafka(), [TOPICS["pricing.decisions"], TOPICS["pricing.decisions.dlq"]])
+    registry = CollectorRegistry()
+    if metrics_port:
+        start_http_server(metrics_port, addr="127.0.0.1", registry=registry)
+        err.print(f"metrics on http://127.0.0.1:{metrics_port}/metrics")
+    ref = None
+    if reference is not None:
+        from features.snapshots import load_snapshot
+
+        ref = load_snapshot(s.snapshots(), reference)
+    window = timedelta(hours=window_hours)
+    config = MonitorConfig(window=window, staleness=window, features=watched)
+    monitor = DecisionMonitor(config, registry=registry, reference=ref)
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        with MonitorStream(s.kafka(), monitor, group_id=group_id) as stream:
+            n = stream.run(stop=stop, until=until, idle_timeout_s=max_idle)
+    except KeyboardInterrupt:
+        n = monitor.n_decisions
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    path = monitor.write_dashboard(out_file or s.reports_dir / "monitor-live.html")
+    tiers, _ = monitor.shares()
+    report = monitor.coverage_report()
+    worst = ""
+    if report.hotels:
+        h, f = np.unravel_index(int(np.argmax(report.missing_share)), report.missing_share.shape)
+        worst = f"; lowest coverage {report.features[f]} at {report.hotels[h]}: {1 - report.missing_share[h, f]:.2f}"
+    out.print(f"{n} decisions read, {monitor.n_decisions} monitored, tiers "
+              f"{ {k: round(v, 3) for k, v in tiers.items()} }{worst}")
+    out.print(f"dashboard: {path}")
+
+
 def _drift(reference: str | None, feats: pd.DataFrame, now: datetime) -> list:
     if reference is None:
         err.print("no --reference snapshot: the drift section stays empty")
