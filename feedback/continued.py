@@ -138,7 +138,8 @@ def guarded_update(
     members, cols = _resolve(current, columns)
     for name, frame in (("new_examples", new_examples), ("snapshot_frame", snapshot_frame)):
         _check_columns(name, frame, (*input_columns(cols), cfg.label_column, cfg.time_column))
-    new_train, snap_train, val = _split(new_examples, snapshot_frame, validation_fraction, cfg)
+    new, snap = _float_gaps(new_examples), _float_gaps(snapshot_frame)
+    new_train, snap_train, val = _split(new, snap, validation_fraction, cfg)
     x_val, y_val, w_val = _xyw(val, cols, cfg)
     scores = {"current": log_loss(y_val, predict(members, x_val), w_val)}
     both = pd.concat([snap_train, new_train], ignore_index=True)
@@ -236,6 +237,12 @@ def _resolve(current: Current, columns: Sequence[str] | None) -> tuple[list[lgb.
         msg = "field 'current': got no boosters, expected at least one"
         raise TrainingError(msg)
     return members, tuple(columns or members[0].feature_name())
+
+
+def _float_gaps(frame: pd.DataFrame) -> pd.DataFrame:
+    """All-missing object columns (features no decision had) as float: concatenation keeps them numeric."""
+    gaps = {c: "float64" for c in frame.columns if frame[c].dtype == object and frame[c].isna().all()}
+    return frame.astype(gaps) if gaps else frame
 
 
 def _check_columns(name: str, frame: pd.DataFrame, needed: Sequence[str]) -> None:
