@@ -120,3 +120,19 @@ def test_price_always_finite_positive_and_inside_bounds(floor: float, width: flo
     best = optimise(lambda p: table[: len(p), None], floor=floor, ceiling=ceiling, grid_size=41)
     assert math.isfinite(best.price) and floor <= best.price <= ceiling
     assert best.booking_prob is not None and 0.0 <= best.booking_prob <= 1.0
+
+
+def test_smoothing_averages_demand_over_neighbouring_prices() -> None:
+    calls: list[int] = []
+
+    def demand(prices: np.ndarray) -> np.ndarray:
+        calls.append(len(prices))
+        return np.column_stack([20.0 / prices, 30.0 / prices])  # two members
+
+    best = optimise(demand, floor=50.0, ceiling=200.0, grid_size=5, smoothing=0.1)
+    factor = np.mean(1.0 / np.array([0.9, 1.0, 1.1]))
+    assert calls == [15]  # one call, three prices per candidate
+    assert [round(p, 6) for _, p in best.candidates] == [round(25.0 / q * factor, 6) for q, _ in best.candidates]
+    assert best.uncertainty == pytest.approx(5.0 / best.price * factor)  # member spread of the smoothed demand
+    with pytest.raises(QuoteError, match="smoothing"):
+        optimise(demand, floor=50.0, ceiling=200.0, grid_size=5, smoothing=1.0)
