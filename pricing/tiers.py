@@ -49,6 +49,11 @@ from pricing.vectorize import Vectorizer
 LIGHT_GRID = 9
 LIGHT_REFINE = 1
 """Light: 9 coarse points, then 9 between the best point's neighbours (two ~20 us runs beat 41 rows)."""
+LIGHT_SMOOTHING = 0.1
+"""Light: demand averaged over price x (0.9, 1, 1.1) per candidate (``pricing.optimiser``): a single small
+tree model answers in steps, and on the market simulator the smoothed argmax earned +1.2% expected revenue
+over the static price where the raw one earned -0.7% (mean of five training seeds, 6,000 offers). It costs
+3x the rows per model call: a light quote took about 1.3x as long here."""
 HEAVY_GRID = 41
 HEAVY_RISK_AVERSION = 0.5
 """Heavy objective: price x (mean - 0.5 std); a mild penalty that prefers prices the members agree on."""
@@ -117,6 +122,7 @@ class _BundlePricer:
     grid_size = LIGHT_GRID
     refine_passes = 0
     risk_aversion = 0.0
+    smoothing = 0.0
 
     def __init__(self, bundle_dir: str | Path, *, meta: Mapping[str, Any] | None = None) -> None:
         self._path = Path(bundle_dir)
@@ -235,6 +241,7 @@ class _BundlePricer:
             grid_size=self.grid_size,
             refine_passes=self.refine_passes,
             risk_aversion=self.risk_aversion,
+            smoothing=self.smoothing,
             fallback_price=rule_price,
             extra_std=self._extra_std(vec.row),
         )
@@ -255,10 +262,11 @@ class _BundlePricer:
 
 
 class LightPricer(_BundlePricer):
-    """Small ONNX model, coarse grid plus one refinement pass."""
+    """Small ONNX model, coarse grid plus one refinement pass, demand smoothed over neighbouring prices."""
 
     grid_size = LIGHT_GRID
     refine_passes = LIGHT_REFINE
+    smoothing = LIGHT_SMOOTHING
 
 
 class HeavyPricer(_BundlePricer):
