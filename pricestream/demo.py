@@ -175,18 +175,27 @@ def _start(settings: Settings, *, hotels: int, seed: int, say: Progress) -> _Loo
     writer.start()
     market_rules(market, work / "rules.yaml")
     scorer = _scorer(settings, features, registry, work, snapshot.snapshot_id)
+    prefix = kafka.topic_prefix
     return _Loop(
         settings, kafka, features, work, market, registry, scorer,
-        LabelService(LabelServiceConfig(kafka=kafka, checkpoint_dir=work / "labels", horizon=_LABEL_HORIZON)),
+        # Group and transactional ids carry the run's prefix: with the services' defaults, any other
+        # process using them (a test, a second demo) fences this run's transactions mid-loop.
+        LabelService(
+            LabelServiceConfig(
+                kafka=kafka, checkpoint_dir=work / "labels", horizon=_LABEL_HORIZON,
+                group_id=f"{prefix}feedback-labels", transactional_id=f"{prefix}feedback-labels-0",
+            )
+        ),
         SamplerService(
             SamplerServiceConfig(
                 kafka=kafka, checkpoint_dir=work / "sampler", registry_root=registry.root, strategy=_SAMPLER_STRATEGY,
                 sampler=SamplerConfig(c=_SAMPLER_C, floor=_SAMPLER_FLOOR, seed=seed),
+                group_id=f"{prefix}feedback-sampler", transactional_id=f"{prefix}feedback-sampler-0",
             )
         ),
         TrainerService(
             TrainerServiceConfig(kafka=kafka, state_dir=work / "trainer", registry_root=registry.root,
-                                 auto_promote=True, train_every=10**9),
+                                 auto_promote=True, train_every=10**9, group_id=f"{prefix}feedback-trainer"),
             snapshot=snapshot,
         ),
         job, writer_stop, writer,
