@@ -33,7 +33,14 @@ import pandas as pd
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from decide import build_scorer, drop_features, requests_for, stay_keys, train_bundles, write_features  # noqa: E402
+from scoring_fixtures import (  # noqa: E402
+    build_scorer,
+    drop_features,
+    requests_for,
+    stay_keys,
+    train_bundles,
+    write_features,
+)
 
 from events.models import PricingRequest  # noqa: E402
 from features.config import FeaturesConfig  # noqa: E402
@@ -47,7 +54,7 @@ def scorer_spec(bundles: tuple[Path, Path], config: FeaturesConfig, hotels: int)
 
 def build_from(spec: dict[str, Any]) -> Any:
     sys.path.insert(0, spec["bench"])
-    from decide import build_scorer as build
+    from scoring_fixtures import build_scorer as build
 
     config = FeaturesConfig(project=spec["project"], state_dir=Path(spec["state"]), redis_url=spec["redis_url"])
     return build((Path(spec["light"]), Path(spec["heavy"])), stay_keys(spec["hotels"]), config=config)
