@@ -17,6 +17,8 @@ static price comes first, so the first priced day already has features.
 from __future__ import annotations
 
 import json
+import math
+import random
 import subprocess
 import sys
 import threading
@@ -64,6 +66,7 @@ _SAMPLER_C = 1.3
 _SAMPLER_FLOOR = 0.05
 _MIN_TRAIN_EXAMPLES = 100  # fewer than this and a LightGBM update is noise: keep buffering
 _BAND = (0.85, 1.3)  # floor and ceiling as multiples of a room's reference price
+_EXPLORE_SIGMA = 0.05  # log-scale spread of the price nudge: about 0.3% of revenue near the optimum
 _GUARD_HOLDOUT = 0.2  # = feedback.continued's default validation_fraction
 # A simulated day is produced in one burst of seconds; with the job's 60 s default, partitions
 # that get no events (few hotels, more partitions) held the watermark back past the next day's
@@ -270,6 +273,7 @@ def _one_day(loop: _Loop, start: datetime, *, seed: int, report: DemoReport, say
     say(f"simulating {start.date()}: shoppers priced by the scorer, events and decisions to Kafka")
     decisions: list[PricingDecision] = []
     recent: dict[tuple[Any, ...], str] = {}
+    rng = random.Random(seed)
 
     def policy(offer: Offer) -> float:
         request = PricingRequest(
@@ -278,6 +282,7 @@ def _one_day(loop: _Loop, start: datetime, *, seed: int, report: DemoReport, say
         )
         # decided at the (simulated) request time, so the label join's horizon runs from there
         decision = loop.scorer.price(request).model_copy(update={"event_time": offer.at})
+        decision = _explore(loop.market, decision, rng)
         decisions.append(decision)
         recent[(offer.hotel_id, offer.room_type, offer.stay_date)] = str(decision.decision_id)
         return decision.price
@@ -316,6 +321,21 @@ def _warm_up(loop: _Loop, start: datetime, *, seed: int, say: Progress) -> None:
         for event in sim:
             events.send(event)
     _await_features(loop, say)
+
+
+def _explore(market: Market, decision: PricingDecision, rng: random.Random) -> PricingDecision:
+    """A model price nudged by a small random factor, inside the band (the label then records the shown price).
+
+    Without it every price the loop learns from is a function of the features it also
+    learns from, and updates mistake one for the other (the price response decays).
+    Rules decisions and channel-parity bands are left alone.
+    """
+    if decision.tier == "rules" or any(r.startswith("parity") for r in decision.rule_ids):
+        return decision
+    ref = market.reference_price(decision.hotel_id, decision.room_type)
+    nudged = decision.price * math.exp(rng.gauss(0.0, _EXPLORE_SIGMA))
+    price = round(min(max(nudged, ref * _BAND[0]), ref * _BAND[1]), 2)
+    return decision.model_copy(update={"price": price})
 
 
 def _link(event: Record, recent: dict[tuple[Any, ...], str]) -> Record:
