@@ -90,22 +90,27 @@ class TierRun:
 
 
 def market_rules(market: Market, *, band: tuple[float, float] | None = BAND) -> RuleSet:
-    """The default rule file with the market's base rate per room type (what an operator would configure).
+    """The default rule file with each hotel's base rate per room type (what an operator would configure).
 
-    With ``band``, each room type also gets a floor and a ceiling at those multiples of its base
-    rate (a revenue manager's price band around the best available rate), which bounds the models.
+    The base rate is the room's reference price, the same ``base_rate`` the training frames carry.
+    With ``band``, each hotel and room type also gets a floor and a ceiling at those multiples of its
+    base rate (a revenue manager's price band around the best available rate), which bounds the models.
     """
     spec = yaml.safe_load(RULES.read_text())
-    base = market.config.base_prices
-    spec["base_rates"] = [{"hotel": "*", "room_type": room, "rate": rate} for room, rate in base.items()]
-    spec["default_base_rate"] = base[market.config.room_types[0]]
-    spec["rules"] = [r for r in spec["rules"] if r["kind"] != "closed_dates"]  # a renovation is not the market
-    if band is not None:
-        for room, rate in base.items():
-            spec["rules"] += [
-                {"id": f"band-floor-{room}", "kind": "floor", "room_type": room, "price": round(band[0] * rate, 2)},
-                {"id": f"band-ceiling-{room}", "kind": "ceiling", "room_type": room, "price": round(band[1] * rate, 2)},
-            ]
+    spec["base_rates"], bands = [], []
+    for hotel in market.config.hotel_ids:
+        for room in market.config.room_types:
+            rate = round(market.reference_price(hotel, room), 2)
+            spec["base_rates"].append({"hotel": hotel, "room_type": room, "rate": rate})
+            if band is not None:
+                bands += [
+                    {"id": f"band-floor-{hotel}-{room}", "kind": "floor", "hotel": hotel, "room_type": room,
+                     "price": round(band[0] * rate, 2)},
+                    {"id": f"band-ceiling-{hotel}-{room}", "kind": "ceiling", "hotel": hotel, "room_type": room,
+                     "price": round(band[1] * rate, 2)},
+                ]
+    spec["default_base_rate"] = market.config.base_prices[market.config.room_types[0]]
+    spec["rules"] = [r for r in spec["rules"] if r["kind"] != "closed_dates"] + bands  # a renovation is not the market
     return RuleSet.from_yaml(yaml.safe_dump(spec))
 
 

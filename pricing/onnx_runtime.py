@@ -10,7 +10,7 @@ no ZipMap); :func:`merge_members` moves all members' trees into one
 That fused graph is the bundle format. At load, :class:`OnnxDemandModel` runs it
 as one single-target node per member (:func:`split_targets`): same trees, same
 sums, bit-identical output, but onnxruntime's single-target kernel walks the
-heavy grid (41 rows x 5 members x 300 trees) in ~18% less CPU than its
+heavy grid (41 rows x 5 members x 120 trees) in ~18% less CPU than its
 multi-target kernel.
 
 Example:
