@@ -42,7 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from feedback.samplers import Candidate, FisherSampler, RandomSampler, Sampler, SamplerConfig, UncertaintySampler
+from feedback.fisher import FisherSampler
+from feedback.samplers import Candidate, RandomSampler, Sampler, SamplerConfig, UncertaintySampler
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 # Per data set: ridge of the learner and random labels before sampling starts, the same for both strategies.

@@ -43,12 +43,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from events.config import KafkaConfig
 from events.errors import EventValidationError
 from events.models import OutcomeLabel, dumps
+from feedback.fisher import FisherSampler
 from feedback.online import OnlineDemandModel
 from feedback.registry import ModelRegistry
 from feedback.samplers import (
     Candidate,
     CommitteeSampler,
-    FisherSampler,
     MarginSampler,
     RandomSampler,
     Sampler,

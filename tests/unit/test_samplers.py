@@ -9,10 +9,10 @@ import pytest
 
 from events.models import OutcomeLabel
 from feedback.errors import FeedbackConfigError, FeedbackError
+from feedback.fisher import FisherSampler
 from feedback.samplers import (
     Candidate,
     CommitteeSampler,
-    FisherSampler,
     MarginSampler,
     RandomSampler,
     SamplerConfig,
