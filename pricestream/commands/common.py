@@ -16,8 +16,11 @@ a timezone, e.g. 2026-11-30T12:00:00Z
 from __future__ import annotations
 
 import os
+import signal
 import sys
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -146,3 +149,17 @@ def frame_table(frame: pd.DataFrame, *, limit: int, title: str | None = None) ->
 def kv_table(pairs: Iterable[tuple[str, object]], *, title: str | None = None) -> Table:
     """A two-column (field, value) table."""
     return table(("field", "value"), pairs, title=title)
+
+
+@contextmanager
+def stoppable() -> Iterator[threading.Event]:
+    """An event set by SIGINT/SIGTERM, so a service finishes its batch and commits before it stops."""
+    stop = threading.Event()
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated
 
 import typer
 
-from pricestream.commands.common import err, iso, kv_table, new_app, out, settings
+from pricestream.commands.common import err, iso, kv_table, new_app, out, settings, stoppable
 
 app = new_app("The feature store: Feast definitions, online and offline writers, freshness.")
 
@@ -60,27 +56,13 @@ def features_apply() -> None:
     )
 
 
-@contextmanager
-def _stoppable() -> Iterator[threading.Event]:
-    """An event set by SIGINT/SIGTERM, so a writer finishes its batch and commits before it stops."""
-    stop = threading.Event()
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    for sig in previous:
-        signal.signal(sig, lambda *_: stop.set())
-    try:
-        yield stop
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
 @app.command("write-online")
 def write_online(max_idle: _MaxIdle = None) -> None:
     """Consume ``features.v1`` into Redis (Feast layout, compare-and-set) until Ctrl-C or idle."""
     from features import online_writer
 
     config = settings().features()
-    with _stoppable() as stop, err.status(f"online writer: {config.kafka.topic(config.topic)} -> {config.redis_url}"):
+    with stoppable() as stop, err.status(f"online writer: {config.kafka.topic(config.topic)} -> {config.redis_url}"):
         stats = online_writer.run(config, max_idle_s=max_idle, stop_event=stop)
     out.print(
         f"online writer: polled {stats.polled}, written {stats.written}, skipped as stale {stats.skipped_stale}, "
@@ -94,7 +76,7 @@ def write_offline(max_idle: _MaxIdle = None) -> None:
     from features import offline_writer
 
     config = settings().features()
-    with _stoppable() as stop, err.status(f"offline writer: {config.kafka.topic(config.topic)} -> {config.offline}"):
+    with stoppable() as stop, err.status(f"offline writer: {config.kafka.topic(config.topic)} -> {config.offline}"):
         stats = offline_writer.run(config, max_idle_s=max_idle, stop_event=stop)
     out.print(
         f"offline writer: polled {stats.polled}, written {stats.written} in {stats.flushes} flushes, "

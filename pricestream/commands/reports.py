@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import typer
 
-from pricestream.commands.common import err, fail, kv_table, new_app, out, settings, table
+from pricestream.commands.common import err, fail, kv_table, new_app, out, settings, stoppable, table
 
 monitor_app = new_app("Monitoring of the live pricing loop.")
 evaluate_app = new_app("Offline evaluation of candidate models.")
@@ -90,9 +90,6 @@ def monitor_stream(
 
     Runs until Ctrl-C / SIGTERM, ``--until`` decisions or ``--max-idle`` seconds without any.
     """
-    import signal
-    import threading
-
     from prometheus_client import CollectorRegistry, start_http_server
 
     from events.admin import create_topics
@@ -118,15 +115,8 @@ def monitor_stream(
     window = timedelta(hours=window_hours)
     config = MonitorConfig(window=window, staleness=window, features=watched)
     monitor = DecisionMonitor(config, registry=registry, reference=ref)
-    stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        with MonitorStream(s.kafka(), monitor, group_id=group_id) as stream:
-            n = stream.run(stop=stop, until=until, idle_timeout_s=max_idle)
-    except KeyboardInterrupt:
-        n = monitor.n_decisions
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    with stoppable() as stop, MonitorStream(s.kafka(), monitor, group_id=group_id) as stream:
+        n = stream.run(stop=stop, until=until, idle_timeout_s=max_idle)
     path = monitor.write_dashboard(out_file or s.reports_dir / "monitor-live.html")
     tiers, _ = monitor.shares()
     report = monitor.coverage_report()
