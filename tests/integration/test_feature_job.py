@@ -74,16 +74,22 @@ def scripted() -> list:
     ]
 
 
-@pytest.fixture(scope="module")
-def job_output(stack: StackConfig) -> tuple[KafkaConfig, list[dict], list]:
-    kafka = KafkaConfig(bootstrap_servers=stack.kafka_bootstrap, topic_prefix=f"fj{uuid.uuid4().hex[:8]}-")
+def publish_scripted(stack: StackConfig, tag: str, **job: object) -> tuple[KafkaConfig, FeatureJobConfig]:
+    """The scripted events on fresh ``tag``-prefixed topics, and a bounded job config that reads them."""
+    kafka = KafkaConfig(bootstrap_servers=stack.kafka_bootstrap, topic_prefix=f"{tag}{uuid.uuid4().hex[:8]}-")
     make_topics(kafka, partitions=1)
     publish(kafka, scripted())
-    config = FeatureJobConfig(
-        bootstrap_servers=stack.kafka_bootstrap, topic_prefix=kafka.topic_prefix,
-        connector_jar=stack.flink_kafka_connector_jar, bounded=True, startup="earliest-offset",
-        out_of_orderness_ms=5000, watermark_emit="on-event", checkpoint_interval_ms=1000,
-    )
+    config = FeatureJobConfig.model_validate({
+        "bootstrap_servers": stack.kafka_bootstrap, "topic_prefix": kafka.topic_prefix,
+        "connector_jar": stack.flink_kafka_connector_jar, "bounded": True, "startup": "earliest-offset",
+        "out_of_orderness_ms": 5000, "watermark_emit": "on-event", "checkpoint_interval_ms": 1000, **job,
+    })
+    return kafka, config
+
+
+@pytest.fixture(scope="module")
+def job_output(stack: StackConfig) -> tuple[KafkaConfig, list[dict], list]:
+    kafka, config = publish_scripted(stack, "fj")
     run(config)
     rows = [json.loads(m.value()) for m in read_all(kafka, "features.v1")]
     dlq = read_all(kafka, "behaviour.events.dlq")

@@ -17,12 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from events.config import KafkaConfig
 from infra import flink_cluster
 from infra.config import REPO_ROOT, StackConfig
-from pipelines.config import FeatureJobConfig
-from tests.integration.flink_helpers import make_topics, publish, read_all
-from tests.integration.test_feature_job import scripted
+from tests.integration.flink_helpers import read_all
+from tests.integration.test_feature_job import publish_scripted
 
 pytestmark = [pytest.mark.integration, pytest.mark.flink]
 
@@ -45,15 +43,8 @@ def cluster_run(stack: StackConfig, tmp_path_factory: pytest.TempPathFactory) ->
         flink_rest_port=flink_cluster.free_port(), flink_taskmanager_slots=1, flink_process_memory="1024m",
         ready_timeout_s=180.0,
     )
-    kafka = KafkaConfig(bootstrap_servers=stack.kafka_bootstrap, topic_prefix=f"fc{uuid.uuid4().hex[:8]}-")
-    make_topics(kafka, partitions=1)
-    publish(kafka, scripted())
-    job = FeatureJobConfig(
-        bootstrap_servers=stack.kafka_bootstrap, topic_prefix=kafka.topic_prefix,
-        connector_jar=stack.flink_kafka_connector_jar, bounded=True, startup="earliest-offset",
-        out_of_orderness_ms=5000, watermark_emit="on-event", checkpoint_interval_ms=1000,
-        group_id=f"fc-{uuid.uuid4().hex[:8]}", transactional_id_prefix=f"fc-{uuid.uuid4().hex[:8]}",
-    )
+    kafka, job = publish_scripted(stack, "fc", group_id=f"fc-{uuid.uuid4().hex[:8]}",
+                                  transactional_id_prefix=f"fc-{uuid.uuid4().hex[:8]}")
     try:
         flink_cluster.start(cluster)
         job_id = flink_cluster.submit_python_job(
