@@ -38,6 +38,7 @@ import yaml
 from events.catalog import ALL_FEATURES
 from events.models import CHANNELS, PricingDecision, PricingRequest
 from events.simulator import Market, MarketConfig, training_frame
+from pricestream.demo import market_rule_spec
 from pricing.feature_source import FeatureRead
 from pricing.models import DemandModelConfig
 from pricing.rules import RuleSet
@@ -49,7 +50,6 @@ from routing.curve import CurvePoint, TierCosts, cost_revenue_curve, plot_curve
 from routing.router import TieredRouter
 
 ROOT = Path(__file__).resolve().parents[1]
-RULES = ROOT / "pricing" / "rules" / "default.yaml"
 PLOT = ROOT / "reports" / "router_curve.png"
 FORCED = {
     "rules": Thresholds(rules_below=1.0, heavy_above=1.0),
@@ -90,27 +90,12 @@ class TierRun:
 
 
 def market_rules(market: Market, *, band: tuple[float, float] | None = BAND) -> RuleSet:
-    """The default rule file with each hotel's base rate per room type (what an operator would configure).
+    """The default rule file with each hotel's base rate per room type and, with ``band``, a price band.
 
     The base rate is the room's reference price, the same ``base_rate`` the training frames carry.
-    With ``band``, each hotel and room type also gets a floor and a ceiling at those multiples of its
-    base rate (a revenue manager's price band around the best available rate), which bounds the models.
     """
-    spec = yaml.safe_load(RULES.read_text())
-    spec["base_rates"], bands = [], []
-    for hotel in market.config.hotel_ids:
-        for room in market.config.room_types:
-            rate = round(market.reference_price(hotel, room), 2)
-            spec["base_rates"].append({"hotel": hotel, "room_type": room, "rate": rate})
-            if band is not None:
-                bands += [
-                    {"id": f"band-floor-{hotel}-{room}", "kind": "floor", "hotel": hotel, "room_type": room,
-                     "price": round(band[0] * rate, 2)},
-                    {"id": f"band-ceiling-{hotel}-{room}", "kind": "ceiling", "hotel": hotel, "room_type": room,
-                     "price": round(band[1] * rate, 2)},
-                ]
+    spec = market_rule_spec(market, band=band, drop_kinds=frozenset({"closed_dates"}))  # a renovation is not the market
     spec["default_base_rate"] = market.config.base_prices[market.config.room_types[0]]
-    spec["rules"] = [r for r in spec["rules"] if r["kind"] != "closed_dates"] + bands  # a renovation is not the market
     return RuleSet.from_yaml(yaml.safe_dump(spec))
 
 

@@ -234,12 +234,13 @@ def _start_feature_job(settings: Settings, kafka: KafkaConfig, work: Path) -> su
     return subprocess.Popen(argv, stdout=(work / "feature_job.log").open("wb"), stderr=subprocess.STDOUT)
 
 
-def market_rules(market: Market, path: Path) -> Path:
-    """The rule set a revenue manager would write for these hotels: base rates and a price band.
+def market_rule_spec(
+    market: Market, *, band: tuple[float, float] | None, drop_kinds: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """The shipped rule file with each hotel's base rate per room type (its reference price).
 
-    The shipped example rules know nothing of the simulated hotels' price levels, so the
-    demo writes per hotel and room type a base rate (the reference price), a floor and a
-    ceiling around it, on top of the example file's other rules.
+    With ``band``, each hotel and room type also gets a floor and a ceiling at those multiples of
+    its base rate (a revenue manager's price band); rules of ``drop_kinds`` are left out.
     """
     import yaml
 
@@ -247,12 +248,24 @@ def market_rules(market: Market, path: Path) -> Path:
     spec["base_rates"], bands = [], []
     for hotel in market.config.hotel_ids:
         for room in market.config.room_types:
-            ref = market.reference_price(hotel, room)
-            spec["base_rates"].append({"hotel": hotel, "room_type": room, "rate": round(ref, 2)})
-            for kind, factor in (("floor", _BAND[0]), ("ceiling", _BAND[1])):
+            ref = round(market.reference_price(hotel, room), 2)
+            spec["base_rates"].append({"hotel": hotel, "room_type": room, "rate": ref})
+            for kind, factor in zip(("floor", "ceiling"), band or (), strict=False):
                 bands.append({"id": f"{kind}-{hotel}-{room}", "kind": kind, "hotel": hotel, "room_type": room,
                               "price": round(ref * factor, 2)})
-    spec["rules"] = bands + [r for r in spec["rules"] if r["kind"] not in ("floor", "ceiling", "max_change")]
+    spec["rules"] = bands + [r for r in spec["rules"] if r["kind"] not in drop_kinds]
+    return dict(spec)
+
+
+def market_rules(market: Market, path: Path) -> Path:
+    """The rule set a revenue manager would write for these hotels, written to ``path``.
+
+    The shipped example rules know nothing of the simulated hotels' price levels, so the demo
+    replaces their floors, ceilings and change limit with a band around each room's reference price.
+    """
+    import yaml
+
+    spec = market_rule_spec(market, band=_BAND, drop_kinds=frozenset({"floor", "ceiling", "max_change"}))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
