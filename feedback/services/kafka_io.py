@@ -48,6 +48,9 @@ Offsets = dict[str, int]
 
 _CKPT_PREFIX = "ckpt-"
 _KEEP = 2  # the last committed state and the one being committed
+# A partition no fetch has answered for yet would otherwise count as "behind" and hold event time
+# back; one metadata round trip settles it (bounded: a broker that does not answer leaves it behind).
+_WATERMARK_TIMEOUT_S = 5.0
 
 
 def parse_record(raw: bytes | None) -> Record:
@@ -128,8 +131,11 @@ class InputReader:
     def caught_up(self, key: str) -> bool:
         """Whether partition ``key`` (``topic:partition``) has nothing left to read as of the last fetch."""
         topic, part = key.rsplit(":", 1)
+        tp = TopicPartition(topic, int(part))
         try:
-            _, high = self._consumer.get_watermark_offsets(TopicPartition(topic, int(part)), cached=True)
+            _, high = self._consumer.get_watermark_offsets(tp, cached=True)
+            if high < 0:  # no fetch answered for it yet (just assigned, e.g. after a restart): ask the broker
+                _, high = self._consumer.get_watermark_offsets(tp, cached=False, timeout=_WATERMARK_TIMEOUT_S)
         except KafkaException:
             return False
         return high >= 0 and self.next_offsets.get(key, -1) >= high
