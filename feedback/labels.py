@@ -113,6 +113,10 @@ class LabelJoiner:
         """Counters of ignored or unusual inputs (``post_horizon_booking``, ``unlinked_booking``...)."""
         return dict(self._stats)
 
+    def waiting_bookings(self, decision_id: uuid.UUID) -> tuple[BookingEvent, ...]:
+        """Bookings held until decision ``decision_id`` arrives (they settle it in :meth:`add_decision`)."""
+        return tuple(self._waiting_bookings.get(decision_id, ()))
+
     # ------------------------------------------------------------------ inputs
     def add_decision(self, decision: PricingDecision) -> list[OutcomeLabel]:
         """Track a decision; returns labels settled by outcomes that were waiting for it."""

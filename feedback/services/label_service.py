@@ -196,7 +196,10 @@ class LabelService(TransactionalStage):
             self._max_time[part] = event.event_time
         if isinstance(event, PricingDecision):
             self._batch.decisions += 1
-            return [(lab, None) for lab in self.joiner.add_decision(with_request_features(event))]
+            # a booking read before its decision settles it now: keep its price for the difference cases
+            held = {b.event_time: b.price_paid for b in self.joiner.waiting_bookings(event.decision_id)}
+            labels = self.joiner.add_decision(with_request_features(event))
+            return [(lab, held.get(lab.event_time) if lab.label == 1 else None) for lab in labels]
         if isinstance(event, BookingEvent | CancellationEvent):
             self._batch.outcomes += 1
             paid = event.price_paid if isinstance(event, BookingEvent) else None

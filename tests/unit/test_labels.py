@@ -115,6 +115,16 @@ def test_cancellation_before_booking_waits_and_only_full_cancel_flips() -> None:
     assert joiner.stats["duplicate_booking"] == 1
 
 
+def test_a_booking_read_before_its_decision_waits_and_settles_it_on_arrival() -> None:
+    d = decision()
+    joiner = LabelJoiner(H)
+    b = booking(d, 3)
+    assert joiner.add_outcome(b) == [] and joiner.waiting_bookings(d.decision_id) == (b,)
+    labels = joiner.add_decision(d)
+    assert [(x.label, x.reason, x.event_time) for x in labels] == [(1, "booked", b.event_time)]
+    assert joiner.waiting_bookings(d.decision_id) == () and joiner.n_waiting == 0
+
+
 def test_state_is_bounded_by_eviction() -> None:
     joiner = LabelJoiner(H, grace=timedelta(hours=1))
     for i in range(50):
