@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import prometheus_client.values  # noqa: F401  (before feast: see features/__init__.py)
 import pytest
@@ -16,8 +14,10 @@ from infra.config import StackConfig
 
 @pytest.fixture(scope="session")
 def stack_config() -> StackConfig:
-    state = os.environ.get("PRICESTREAM_STATE_DIR")
-    return StackConfig(state_dir=Path(state)) if state else StackConfig()
+    """The stack of ``PRICESTREAM_*`` settings (ports, state dir), so two suites can run side by side."""
+    from pricestream.settings import Settings
+
+    return Settings().stack()
 
 
 @pytest.fixture(scope="session")
