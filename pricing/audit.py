@@ -7,6 +7,15 @@ reordering a line breaks the chain at that line, and :func:`verify` names it.
 A small ``<path>.head`` file, rewritten at every fsync, records the last
 durable seq and hash so that cutting entries off the *end* is caught too.
 
+Durability: entries are buffered and written with one ``write`` + ``fsync`` when
+``flush_every`` of them are waiting, at least every ``fsync_interval_s`` by a
+background flusher (also while idle), and at :meth:`AuditLog.close`. A crash loses
+at most that interval. A crash in the middle of a write leaves a torn last line
+(bytes after the last ``\n`` that are no entry): :func:`repair` moves those bytes to
+a ``<path>.torn-<time>`` file and truncates the log to its last intact entry, and an
+:class:`AuditLog` does that at open (``repair=True``). Lines are split on ``b"\n"``
+only (a ``hotel_id`` may hold U+2028 or U+0085, which ``str.splitlines`` would split).
+
 Example:
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "audit.jsonl"
@@ -38,6 +47,7 @@ from types import TracebackType
 from typing import Any
 
 from events.models import PricingDecision, PricingRequest
+from pricing.errors import AuditLogError
 
 GENESIS_HASH = "0" * 64
 """``prev_hash`` of the first entry of a log."""
@@ -89,13 +99,34 @@ class VerifyResult:
         ok: the whole chain holds.
         first_bad_position: 1-based line number of the first broken entry (None when ok).
         reason: what is wrong there (empty when ok).
-        entries: number of entries read.
+        entries: number of intact entries read (before the first broken one).
+        last_seq, last_hash, last_timestamp: the last intact entry (seq 0 and the genesis hash if none).
+        torn_tail: the only problem is a half-written last line (a crash mid-write; :func:`repair` fixes it).
     """
 
     ok: bool
     first_bad_position: int | None = None
     reason: str = ""
     entries: int = 0
+    last_seq: int = 0
+    last_hash: str = GENESIS_HASH
+    last_timestamp: str | None = None
+    torn_tail: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RepairResult:
+    """What :func:`repair` did.
+
+    Attributes:
+        dropped_bytes: bytes cut off the end (0: the log was intact).
+        last_seq: seq of the last entry kept.
+        saved_to: where the dropped bytes were saved (None when nothing was dropped).
+    """
+
+    dropped_bytes: int
+    last_seq: int
+    saved_to: Path | None = None
 
 
 class AuditLog:
@@ -104,8 +135,14 @@ class AuditLog:
     Args:
         path: the log file (created with its parent directory; reopened logs continue the chain).
         flush_every: write the buffer once it holds this many entries.
-        fsync_interval_s: fsync at least this often while entries arrive (0 fsyncs every write).
+        fsync_interval_s: buffered entries reach the disk (written and fsynced) at most this long after
+            they were appended, also while idle (a background thread); 0 fsyncs every append.
         clock: returns the entry timestamp (aware datetime); defaults to UTC now.
+        repair_torn: at open, cut a torn last line (crash mid-write) off the log (see :func:`repair`); when
+            ``False`` such a log raises :class:`~pricing.errors.AuditLogError`.
+
+    Raises:
+        AuditLogError: ``append`` after ``close``, a disk error, or (at open) a last line that is no entry.
     """
 
     def __init__(
@@ -115,6 +152,7 @@ class AuditLog:
         flush_every: int = 64,
         fsync_interval_s: float = 1.0,
         clock: Callable[[], datetime] | None = None,
+        repair_torn: bool = True,
     ) -> None:
         if flush_every < 1:
             msg = f"flush_every: got {flush_every!r}, expected an integer >= 1"
@@ -129,9 +167,16 @@ class AuditLog:
         self._clock = clock or (lambda: datetime.now(tz=UTC))
         self._lock = threading.Lock()
         self._buffer: list[str] = []
+        self.repaired = repair(self.path) if repair_torn else None
         self._seq, self._last_hash = _last_entry(self.path)
-        self._file = self.path.open("a", encoding="utf-8")
+        self._file = self.path.open("a", encoding="utf-8", newline="\n")
         self._last_sync = time.monotonic()
+        self._unsynced = False
+        self._stop = threading.Event()
+        self._flusher: threading.Thread | None = None
+        if fsync_interval_s > 0:
+            self._flusher = threading.Thread(target=self._flush_loop, name="audit-flusher", daemon=True)
+            self._flusher.start()
 
     @property
     def seq(self) -> int:
@@ -148,7 +193,7 @@ class AuditLog:
         with self._lock:
             if self._file.closed:
                 msg = f"audit log {str(self.path)!r}: got an append after close, expected an open log"
-                raise ValueError(msg)
+                raise AuditLogError(msg)
             body = dict(_finite(dict(fields)))
             body["seq"] = self._seq + 1
             body["timestamp"] = self._clock().astimezone(UTC).isoformat(timespec="microseconds")
@@ -161,6 +206,11 @@ class AuditLog:
             if len(self._buffer) >= self._flush_every or time.monotonic() - self._last_sync >= self._fsync_interval:
                 self._flush_locked(sync=True)
             return digest
+
+    @property
+    def pending(self) -> int:
+        """Entries appended but not yet written to the file."""
+        return len(self._buffer)
 
     def append(
         self,
@@ -200,15 +250,31 @@ class AuditLog:
     def flush(self, *, sync: bool = True) -> None:
         """Write buffered entries (and fsync them when ``sync``)."""
         with self._lock:
-            self._flush_locked(sync=sync)
+            if not self._file.closed:
+                self._flush_locked(sync=sync)
 
     def close(self) -> None:
-        """Flush, fsync and close the log (idempotent)."""
+        """Flush, fsync and close the log (idempotent); stops the background flusher."""
+        self._stop.set()
+        if self._flusher is not None and self._flusher is not threading.current_thread():
+            self._flusher.join()
         with self._lock:
             if self._file.closed:
                 return
             self._flush_locked(sync=True)
             self._file.close()
+
+    def _flush_loop(self) -> None:
+        """Background: nothing appended stays off the disk longer than ``fsync_interval_s``."""
+        while not self._stop.wait(self._fsync_interval):
+            with self._lock:
+                if self._file.closed:
+                    return
+                if self._buffer or self._unsynced:
+                    try:
+                        self._flush_locked(sync=True)
+                    except AuditLogError:
+                        continue  # the next append reports it to the caller; keep trying
 
     def __enter__(self) -> AuditLog:
         return self
@@ -219,14 +285,20 @@ class AuditLog:
         self.close()
 
     def _flush_locked(self, *, sync: bool) -> None:
-        if self._buffer:
-            self._file.write("\n".join(self._buffer) + "\n")
-            self._buffer.clear()
-        self._file.flush()
-        if sync:
-            os.fsync(self._file.fileno())
-            _write_head(self.path, self._seq, self._last_hash)
-            self._last_sync = time.monotonic()
+        try:
+            if self._buffer:
+                self._file.write("\n".join(self._buffer) + "\n")
+                self._buffer.clear()
+                self._unsynced = True
+            self._file.flush()
+            if sync:
+                os.fsync(self._file.fileno())
+                _write_head(self.path, self._seq, self._last_hash)
+                self._last_sync = time.monotonic()
+                self._unsynced = False
+        except OSError as exc:
+            msg = f"audit log {str(self.path)!r}: cannot write ({exc}); expected a writable disk"
+            raise AuditLogError(msg) from exc
 
 
 def head_path(path: str | Path) -> Path:
@@ -242,28 +314,95 @@ def _write_head(path: Path, seq: int, digest: str) -> None:
     os.replace(tmp, target)
 
 
-def _last_entry(path: Path) -> tuple[int, str]:
-    """Seq and hash of the last entry of an existing log, read from its tail."""
-    if not path.exists() or path.stat().st_size == 0:
-        return 0, GENESIS_HASH
+def _tail(path: Path) -> tuple[int, bytes]:
+    """(offset of the chunk, last ``_TAIL_CHUNK`` bytes of the file)."""
     with path.open("rb") as handle:
         size = handle.seek(0, os.SEEK_END)
-        handle.seek(max(0, size - _TAIL_CHUNK))
-        tail = handle.read().decode("utf-8", errors="replace")
-    lines = [line for line in tail.splitlines() if line.strip()]
+        start = max(0, size - _TAIL_CHUNK)
+        handle.seek(start)
+        return start, handle.read()
+
+
+def _parse_entry(raw: bytes) -> dict[str, Any] | None:
+    """The entry of one line (``b"\n"`` stripped), or None if it is not one."""
     try:
-        last = json.loads(lines[-1])
-        return int(last["seq"]), str(last["hash"])
-    except (IndexError, KeyError, TypeError, ValueError) as exc:
-        msg = f"audit log {str(path)!r}: last line is not an audit entry; expected a valid log (run verify)"
-        raise ValueError(msg) from exc
+        entry = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(entry, dict) or not isinstance(entry.get("seq"), int) or "hash" not in entry:
+        return None
+    return entry
 
 
-def _check_entry(position: int, line: str, expected_prev: str) -> tuple[dict[str, Any] | None, str]:
+def _torn_tail(path: Path) -> tuple[int, int]:
+    """(offset where a torn tail starts, its length); (size, 0) when the log ends with a complete line.
+
+    A torn tail is what follows the last ``b"\n"`` when it is not a complete entry (a write cut short).
+    """
+    start, tail = _tail(path)
+    end = tail.rfind(b"\n") + 1  # 0 when the chunk holds no newline
+    rest = tail[end:]
+    if not rest or _parse_entry(rest) is not None:
+        return start + len(tail), 0
+    return start + end, len(rest)
+
+
+def repair(path: str | Path) -> RepairResult:
+    """Cut a torn last line (a crash in the middle of a write) off the log, saving its bytes aside.
+
+    Only bytes after the last newline that do not form an entry are removed, never a complete
+    entry; a broken complete line is tampering or corruption, which :func:`verify` reports.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "audit.jsonl"
+        >>> with AuditLog(path) as log:
+        ...     _ = log.append_entry({"tier": "rules"})
+        >>> with path.open("ab") as f:
+        ...     _ = f.write(b'{"seq": 2, "ti')
+        >>> verify(path).torn_tail
+        True
+        >>> r = repair(path)
+        >>> r.dropped_bytes, r.last_seq, verify(path).ok
+        (14, 1, True)
+    """
+    path = Path(path)
+    if not path.exists() or path.stat().st_size == 0:
+        return RepairResult(0, 0)
+    cut, length = _torn_tail(path)
+    saved = None
+    if length:
+        with path.open("r+b") as handle:
+            handle.seek(cut)
+            torn = handle.read()
+            stamp = datetime.now(tz=UTC).strftime("%Y%m%dT%H%M%S%fZ")
+            saved = path.with_name(f"{path.name}.torn-{stamp}")
+            saved.write_bytes(torn)
+            handle.truncate(cut)
+            handle.flush()
+            os.fsync(handle.fileno())
+    return RepairResult(length, _last_entry(path)[0], saved)
+
+
+def _last_entry(path: Path) -> tuple[int, str]:
+    """Seq and hash of the last entry of an existing log, read from its tail (lines split on b"\n")."""
+    if not path.exists() or path.stat().st_size == 0:
+        return 0, GENESIS_HASH
+    _, tail = _tail(path)
+    lines = [line for line in tail.split(b"\n") if line.strip()]
+    last = _parse_entry(lines[-1]) if lines else None
+    if last is None:
+        msg = (f"audit log {str(path)!r}: last line is not an audit entry; expected a valid log "
+               "(run `pricestream audit verify`, then `pricestream audit repair` for a torn last line)")
+        raise AuditLogError(msg)
+    return int(last["seq"]), str(last["hash"])
+
+
+def _check_entry(position: int, line: bytes, expected_prev: str) -> tuple[dict[str, Any] | None, str]:
     """Parse one line and check it against the chain; return (entry, reason-if-bad)."""
     try:
-        entry = json.loads(line)
-    except json.JSONDecodeError:
+        entry = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
         return None, "line is not valid JSON"
     if not isinstance(entry, dict) or "hash" not in entry or "seq" not in entry:
         return None, "line is not an audit entry (no seq/hash)"
@@ -293,19 +432,24 @@ def verify(path: str | Path) -> VerifyResult:
     head = _read_head(path)
     if isinstance(head, VerifyResult):
         return head
-    prev, position = GENESIS_HASH, 0
-    with path.open("r", encoding="utf-8") as handle:
+    prev, position, stamp = GENESIS_HASH, 0, None
+    with path.open("rb") as handle:  # binary: lines end at b"\n" only
         for position, raw in enumerate(handle, start=1):
-            entry, reason = _check_entry(position, raw.rstrip("\n"), prev)
+            entry, reason = _check_entry(position, raw.removesuffix(b"\n"), prev)
             if entry is None:
-                return VerifyResult(False, position, reason, position - 1)
-            prev = str(entry["hash"])
+                torn = not raw.endswith(b"\n")
+                if torn:
+                    reason = (f"torn last line ({len(raw)} bytes, no newline): a write cut short by a crash; "
+                              "`pricestream audit repair` cuts it off")
+                return VerifyResult(False, position, reason, position - 1, position - 1, prev, stamp, torn)
+            prev, stamp = str(entry["hash"]), entry.get("timestamp")
             if head is not None and position == head[0] and prev != head[1]:
-                return VerifyResult(False, position, "entry hash differs from the head record", position)
+                return VerifyResult(False, position, "entry hash differs from the head record", position,
+                                    position, prev, stamp)
     if head is not None and head[0] > position:
         reason = f"log ends at seq {position} but the head records seq {head[0]}: entries removed from the end"
-        return VerifyResult(False, position + 1, reason, position)
-    return VerifyResult(True, None, "", position)
+        return VerifyResult(False, position + 1, reason, position, position, prev, stamp)
+    return VerifyResult(True, None, "", position, position, prev, stamp)
 
 
 def _read_head(path: Path) -> tuple[int, str] | VerifyResult | None:

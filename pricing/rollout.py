@@ -21,6 +21,10 @@ aborts, naming the failed gate and by how much. The class has the scorer's ``pri
 ``price_batch`` / ``health`` / ``config`` / ``stats`` surface, so
 :func:`pricing.service.create_app` serves through it.
 
+Served decisions (not the shadow ones, which no caller sees) go to the ``audit`` sink after
+their arm is stamped. A server follows a rollout driven by another process (``pricestream
+rollout start / advance / abort`` write the state file) with :meth:`RolloutScorer.follow`.
+
 Example:
     >>> import tempfile
     >>> from datetime import date, datetime, timezone
@@ -59,7 +63,7 @@ import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from events.models import OutcomeLabel, PricingDecision, PricingRequest
-from pricing.scorer import Scorer
+from pricing.scorer import DecisionCallback, DecisionSink, Scorer, Trail, record_decision
 from routing.delivery import (
     AdvanceResult,
     Arm,
@@ -73,9 +77,11 @@ from routing.delivery import (
     Stage,
     hash_unit,
 )
+from routing.delivery.stages import LIVE_STAGES
 from routing.errors import RolloutStateError, RoutingInputError
 
-DecisionCallback = Callable[[PricingRequest, PricingDecision], None]
+CandidateLoader = Callable[[str], Scorer]
+"""``load(version)``: a complete candidate scorer serving that registered model version."""
 
 DEFAULT_PAIR_SHARE = 0.05
 """Share of canary/blend requests on which the arm not served is priced in the background: the
@@ -177,6 +183,7 @@ class RolloutScorer:
         config: delivery settings (state file, canary share, shadow budget and workers, gate limits).
         candidate: the candidate scorer, if already loaded (else pass it to :meth:`start`).
         on_decision: called with every served decision and every shadow decision.
+        audit: where served decisions are audited (a :class:`~pricing.scorer.DecisionSink`).
         pair_share: share of canary/blend requests priced by the other arm too (paired evidence).
         max_evidence: samples kept per evidence series.
         max_pending: decisions kept awaiting a reward.
@@ -191,6 +198,7 @@ class RolloutScorer:
         config: DeliveryConfig,
         candidate: Scorer | None = None,
         on_decision: DecisionCallback | None = None,
+        audit: DecisionSink | None = None,
         pair_share: float = DEFAULT_PAIR_SHARE,
         max_evidence: int = DEFAULT_MAX_EVIDENCE,
         max_pending: int = DEFAULT_MAX_PENDING,
@@ -203,6 +211,9 @@ class RolloutScorer:
         self.arms: ArmSet[Scorer] = ArmSet(incumbent, candidate=candidate)
         self.controller = RolloutController(config, arms=self.arms)
         self.on_decision = on_decision
+        self.audit = audit
+        self.audit_failing = False
+        self.candidate_version: str | None = None if candidate is None else self.controller.status().version
         self.pair_share = pair_share
         self.max_pending = max_pending
         self.reweight_every = reweight_every
@@ -242,8 +253,8 @@ class RolloutScorer:
         """Price one request as the rollout stage says (see the module docstring)."""
         state = self.controller.status()
         arm, propensity = self._arm(request, state.stage)
-        decision = self.arms.get(arm).price(request, deadline_ms=deadline_ms)
-        return self._served(request, decision, arm, propensity, state.stage)
+        decision, trail = self.arms.get(arm).price_traced(request, deadline_ms=deadline_ms)
+        return self._served(request, decision, trail, arm, propensity, state.stage)
 
     def price_batch(
         self, requests: Sequence[PricingRequest], *, deadline_ms: float | None = None
@@ -256,9 +267,9 @@ class RolloutScorer:
             idx = [i for i, (a, _) in enumerate(chosen) if a == arm]
             if not idx:
                 continue
-            decisions = self.arms.get(arm).price_batch([requests[i] for i in idx], deadline_ms=deadline_ms)
-            for i, decision in zip(idx, decisions, strict=True):
-                out[i] = self._served(requests[i], decision, arm, chosen[i][1], state.stage)
+            traced = self.arms.get(arm).price_batch_traced([requests[i] for i in idx], deadline_ms=deadline_ms)
+            for i, (decision, trail) in zip(idx, traced, strict=True):
+                out[i] = self._served(requests[i], decision, trail, arm, chosen[i][1], state.stage)
         return [d for d in out if d is not None]
 
     def health(self) -> dict[str, Any]:
@@ -266,6 +277,8 @@ class RolloutScorer:
         state = self.controller.status()
         serving = self.arms.current()
         health = dict(serving.health())
+        if self.audit_failing:
+            health["audit_failing"], health["status"] = True, "degraded"
         candidate = self.arms.candidate
         health["rollout"] = {
             "stage": state.stage.value,
@@ -295,6 +308,7 @@ class RolloutScorer:
             self.controller.arms = self.arms
         new = self.controller.start(version, incumbent_version=incumbent_version, reason=reason)
         self.arms.load_candidate(candidate)
+        self.candidate_version = version
         self._halted = False
         self._reset()
         return new
@@ -331,6 +345,35 @@ class RolloutScorer:
         self.metrics.rollback_seconds.set(self.last_rollback_ms / 1000.0)
         self.metrics.weight.set(0.0)
         return state
+
+    def follow(self, state: RolloutState, *, load: CandidateLoader) -> bool:
+        """Serve as ``state`` says, when another process (``pricestream rollout ...``) wrote it.
+
+        A live or full rollout of a version not loaded yet loads its candidate with ``load`` first
+        (a failure leaves serving as it was and raises); ``full`` makes the candidate serve;
+        ``aborted`` and ``idle`` send all traffic to the incumbent. Nothing is written.
+
+        Returns:
+            whether serving changed (stage, weight or candidate).
+        """
+        current = self.controller.status()
+        wanted = state.version if state.stage in LIVE_STAGES | {Stage.FULL} else None
+        fresh = wanted is not None and (wanted != self.candidate_version or self.arms.candidate is None)
+        if state == current and not fresh:
+            return False
+        if fresh and wanted is not None:
+            self.arms.load_candidate(load(wanted))
+            self.candidate_version = wanted
+        if state.stage == Stage.FULL and self.arms.candidate is not None:
+            self.arms.switch()
+        else:
+            self.arms.rollback()
+        self._halted = state.stage not in LIVE_STAGES | {Stage.FULL}
+        self.controller.adopt(state)
+        if state.stage != current.stage or state.version != current.version:
+            self._reset()
+        self.metrics.weight.set(state.candidate_weight if not self._halted else 0.0)
+        return True
 
     def update_weights(self, *, reason: str | None = None) -> float:
         """In the blend, set the candidate weight from the Thompson posterior; returns it."""
@@ -409,7 +452,13 @@ class RolloutScorer:
         return "incumbent", 1.0
 
     def _served(
-        self, request: PricingRequest, decision: PricingDecision, arm: Arm, propensity: float, stage: Stage
+        self,
+        request: PricingRequest,
+        decision: PricingDecision,
+        trail: Trail,
+        arm: Arm,
+        propensity: float,
+        stage: Stage,
     ) -> PricingDecision:
         decision = decision.model_copy(update={"arm": arm, "propensity": propensity})
         self._served_count[arm].inc()
@@ -422,6 +471,9 @@ class RolloutScorer:
                 self._submit(request, decision, "candidate" if arm == "incumbent" else "incumbent")
         elif stage == Stage.SHADOW and self.arms.candidate is not None:
             self._submit(request, decision, "candidate")
+        ok = record_decision(request, decision, trail, audit=self.audit, on_decision=None, stats=self.stats)
+        if ok is not None:
+            self.audit_failing = not ok
         self._emit(request, decision)
         return decision
 
@@ -444,7 +496,8 @@ class RolloutScorer:
 
     def _price_other(self, job: _Job) -> PricingDecision:
         scorer = self.arms.get(job.arm)
-        return scorer.price(job.request, deadline_ms=self.delivery.latency_budget_ms)
+        decision, _ = scorer.price_traced(job.request, deadline_ms=self.delivery.latency_budget_ms)
+        return decision  # never audited: no caller sees a background price
 
     def _on_shadow(self, record: ShadowRecord[_Job, PricingDecision]) -> None:
         try:

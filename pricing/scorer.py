@@ -10,6 +10,13 @@ Flow of one request (:meth:`Scorer.price`):
 4. the price is clamped to the rules' bounds, the decision is counted, audited and
    handed to ``on_decision``.
 
+Seams (typed :class:`~typing.Protocol` s, so a reader and mypy see what plugs in where):
+:class:`DecisionSink` takes the audit trail (:class:`pricing.audit.AuditLog`),
+:class:`ModelSource` hands out the promoted models (:class:`feedback.registry.ModelRegistry`),
+and ``on_decision`` (a :data:`DecisionCallback`) publishes each decision. A caller that decides
+what to record itself (progressive delivery stamps the arm first) prices with
+:meth:`Scorer.price_traced` and records with :func:`record_decision`.
+
 Whatever fails around a decision (store down, a model raising or answering a
 non-finite price, a nearly spent deadline) yields a rules-only (or light-only)
 decision with ``degraded=True`` and the reason; a valid request never raises.
@@ -35,7 +42,8 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -52,7 +60,110 @@ from routing.router import TieredRouter
 if TYPE_CHECKING:
     from pricing.tiers import TierPricer
 
-__all__ = ["FeatureRead", "FeatureSource", "MemoryFeatureSource", "Scorer", "ScorerConfig"]
+__all__ = [
+    "DecisionCallback",
+    "DecisionSink",
+    "FeatureRead",
+    "FeatureSource",
+    "MemoryFeatureSource",
+    "ModelEntry",
+    "ModelSource",
+    "Scorer",
+    "ScorerConfig",
+    "Trail",
+    "record_decision",
+]
+
+DecisionCallback = Callable[[PricingRequest, PricingDecision], None]
+"""``on_decision(request, decision)``: e.g. publish the decision to ``pricing.decisions``."""
+
+
+class DecisionSink(Protocol):
+    """Where the audit trail of decisions goes (:class:`pricing.audit.AuditLog`).
+
+    ``append`` may raise anything (a closed log, a full disk): :func:`record_decision` counts it
+    and the price still goes back to the caller.
+    """
+
+    def append(
+        self,
+        *,
+        request: PricingRequest,
+        features: Mapping[str, float | None],
+        decision: PricingDecision,
+        models: Sequence[tuple[str, str | None]] = (),
+        candidates: Sequence[tuple[float, float]] = (),
+        feature_versions: Mapping[str, Any] | None = None,
+    ) -> str: ...
+
+
+class ModelEntry(Protocol):
+    """One promoted model version of a :class:`ModelSource`."""
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def path(self) -> Path: ...
+
+
+class ModelSource(Protocol):
+    """The promoted models (:class:`feedback.registry.ModelRegistry`); ``generation`` moves on every change."""
+
+    @property
+    def generation(self) -> int: ...
+
+    def current(self, tier: str) -> ModelEntry | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Trail:
+    """What the audit trail records of a decision besides the decision itself.
+
+    Attributes:
+        features: the features the decision saw (hashed with the request).
+        models: (name, version) of every model consulted, in order.
+        candidates: (price, booking probability) pairs the optimiser compared.
+        feature_label: label of the feature set (``features.v1``).
+    """
+
+    features: Mapping[str, float | None]
+    models: tuple[tuple[str, str | None], ...] = ()
+    candidates: tuple[tuple[float, float], ...] = ()
+    feature_label: str = "features.v1"
+
+
+def record_decision(
+    request: PricingRequest,
+    decision: PricingDecision,
+    trail: Trail,
+    *,
+    audit: DecisionSink | None,
+    on_decision: DecisionCallback | None,
+    stats: ScorerMetrics,
+) -> bool | None:
+    """Audit, then publish one decision; never raises. Returns whether the audit took it (None: no audit)."""
+    ok = None
+    if audit is not None:
+        try:
+            audit.append(
+                request=request,
+                features=trail.features,
+                decision=decision,
+                models=trail.models,
+                candidates=trail.candidates,
+                feature_versions={"label": trail.feature_label, "version": decision.feature_version},
+            )
+            ok = True
+        except Exception:  # noqa: BLE001 - a sink's failure (closed, disk full) must not take the price back
+            ok = False
+            stats.errors.labels(stage="audit").inc()
+    if on_decision is not None:
+        try:
+            on_decision(request, decision)
+        except Exception:  # noqa: BLE001 - a consumer's failure must not take the price back
+            stats.errors.labels(stage="on_decision").inc()
+    return ok
 
 SEEN_CAP = 1_000
 """Per-hotel request counts stop growing here: the cold-start test only needs "at least 30"."""
@@ -107,7 +218,7 @@ class Scorer:
         heavy: the heavy pricer, or ``None`` (the light quote stands).
         router: a :class:`~routing.router.TieredRouter`.
         stats: metrics (a fresh :class:`~pricing.metrics.ScorerMetrics` when ``None``).
-        audit: an :class:`~pricing.audit.AuditLog` (or ``None``).
+        audit: a :class:`DecisionSink` such as :class:`~pricing.audit.AuditLog` (or ``None``).
         on_decision: called with (request, decision) after every decision, e.g. to publish it.
         training_stats: the light model's training statistics for the out-of-distribution signal;
             when ``None``, the light pricer's ``ood_distance`` (share outside its training envelope).
@@ -123,8 +234,8 @@ class Scorer:
         heavy: TierPricer | None,
         router: TieredRouter,
         stats: ScorerMetrics | None = None,
-        audit: Any = None,
-        on_decision: Callable[[PricingRequest, PricingDecision], None] | None = None,
+        audit: DecisionSink | None = None,
+        on_decision: DecisionCallback | None = None,
         training_stats: TrainingStats | None = None,
     ) -> None:
         self.config = config
@@ -164,11 +275,11 @@ class Scorer:
             if model is not None:
                 self.stats.reloads.labels(tier=tier).inc()
 
-    def reload_from(self, registry: Any, *, loader: Callable[[Any], Any] | None = None) -> bool:
+    def reload_from(self, registry: ModelSource, *, loader: Callable[[Path], Any] | None = None) -> bool:
         """Hot-swap to the registry's current models when its ``generation`` moved; True if swapped.
 
         Args:
-            registry: a :class:`feedback.registry.ModelRegistry` (``generation``, ``current(tier)``).
+            registry: a :class:`ModelSource` such as :class:`feedback.registry.ModelRegistry`.
             loader: bundle dir -> pricer (``pricing.tiers.load_pricer`` when ``None``).
         """
         generation = int(registry.generation)
@@ -191,24 +302,48 @@ class Scorer:
 
     # -- pricing ----------------------------------------------------------------------------
     def price(self, request: PricingRequest, *, deadline_ms: float | None = None) -> PricingDecision:
-        """Price one request (see the module docstring for the flow)."""
-        deadline = Deadline(self.config.deadline_ms if deadline_ms is None else deadline_ms)
-        read, problem = self._read(request)
-        return self._decide(request, read, problem, deadline)
+        """Price one request (see the module docstring for the flow), audit and publish it."""
+        decision, trail = self.price_traced(request, deadline_ms=deadline_ms)
+        self.record(request, decision, trail)
+        return decision
 
     def price_batch(
         self, requests: Sequence[PricingRequest], *, deadline_ms: float | None = None
     ) -> list[PricingDecision]:
         """Price many requests with one batched feature read; each request gets its own deadline."""
+        traced = self.price_batch_traced(requests, deadline_ms=deadline_ms)
+        for request, (decision, trail) in zip(requests, traced, strict=True):
+            self.record(request, decision, trail)
+        return [decision for decision, _ in traced]
+
+    def price_traced(
+        self, request: PricingRequest, *, deadline_ms: float | None = None
+    ) -> tuple[PricingDecision, Trail]:
+        """Price one request without recording it: the decision and its audit :class:`Trail`."""
+        deadline = Deadline(self.config.deadline_ms if deadline_ms is None else deadline_ms)
+        read, problem = self._read(request)
+        return self._decide(request, read, problem, deadline)
+
+    def price_batch_traced(
+        self, requests: Sequence[PricingRequest], *, deadline_ms: float | None = None
+    ) -> list[tuple[PricingDecision, Trail]]:
+        """:meth:`price_traced` for many requests, with one batched feature read."""
         budget = self.config.deadline_ms if deadline_ms is None else deadline_ms
         started = time.perf_counter()
         reads = self._read_many(requests)
         share = (time.perf_counter() - started) / max(1, len(requests))
-        decisions = []
+        traced = []
         for request, (read, problem) in zip(requests, reads, strict=True):
             deadline = Deadline(budget, start=time.perf_counter() - share)
-            decisions.append(self._decide(request, read, problem, deadline))
-        return decisions
+            traced.append(self._decide(request, read, problem, deadline))
+        return traced
+
+    def record(self, request: PricingRequest, decision: PricingDecision, trail: Trail) -> None:
+        """Audit and publish a decision through this scorer's sinks (never raises)."""
+        ok = record_decision(request, decision, trail, audit=self.audit, on_decision=self.on_decision,
+                             stats=self.stats)
+        if ok is not None:
+            self.audit_failing = not ok
 
     def health(self) -> dict[str, Any]:
         """Models in force, registry generation, audit state and router thresholds."""
@@ -232,7 +367,7 @@ class Scorer:
 
     def _decide(
         self, request: PricingRequest, read: FeatureRead, problem: Degradation | None, deadline: Deadline
-    ) -> PricingDecision:
+    ) -> tuple[PricingDecision, Trail]:
         models = self._models  # one snapshot: a concurrent swap cannot mix old and new pricers
         features = missing_features() if problem else sanitize_features(read.values)
         outcome: RuleOutcome = self.rules.evaluate(request, features)
@@ -269,8 +404,9 @@ class Scorer:
         )
         code = None if result.degradation is None else result.degradation.code
         self.stats.decision(result.tier, degraded_reason=code, latency_s=latency_ms / 1000.0)
-        self._after(request, decision, features, result)
-        return decision
+        candidates = tuple((float(p), float(b)) for p, b in (getattr(result.quote, "candidates", ()) or ()))
+        trail = Trail(features, tuple(result.consulted), candidates, self.config.feature_version)
+        return decision, trail
 
     def _staleness(self, request: PricingRequest, read: FeatureRead) -> Degradation | None:
         limit = self.config.stale_after_s
@@ -363,29 +499,6 @@ class Scorer:
             self._seen[request.hotel_id] = seen + 1
         searches = features.get("searches_7d") or 0.0
         return max(seen, int(min(searches, SEEN_CAP)))
-
-    def _after(
-        self, request: PricingRequest, decision: PricingDecision, features: Mapping[str, float | None], result: _Result
-    ) -> None:
-        if self.audit is not None:
-            try:
-                self.audit.append(
-                    request=request,
-                    features=features,
-                    decision=decision,
-                    models=result.consulted,
-                    candidates=tuple(getattr(result.quote, "candidates", ()) or ()),
-                    feature_versions={"label": self.config.feature_version, "version": decision.feature_version},
-                )
-                self.audit_failing = False
-            except OSError:
-                self.audit_failing = True
-                self.stats.errors.labels(stage="audit").inc()
-        if self.on_decision is not None:
-            try:
-                self.on_decision(request, decision)
-            except Exception:  # noqa: BLE001 - a consumer's failure must not take the price back
-                self.stats.errors.labels(stage="on_decision").inc()
 
 
 def _describe(model: Any) -> dict[str, Any] | None:

@@ -98,6 +98,21 @@ class RolloutController:
         """The current state (immutable snapshot)."""
         return self._state
 
+    def adopt(self, state: RolloutState) -> None:
+        """Follow a state that another process saved (the CLI drives, a server follows); nothing is written.
+
+        A new version starts a fresh Thompson blend. ``arms`` are left alone: the caller switches them.
+        """
+        with self._lock:
+            if state.version != self._state.version:
+                self._blend = self._new_blend()
+            self._salt = f"{self.config.salt}:{state.version}"
+            self._state = state
+
+    def reload(self) -> RolloutState | None:
+        """The state file as saved now (``None`` if there is none), without adopting it."""
+        return self._store.load()
+
     def _commit(self, state: RolloutState) -> RolloutState:
         self._store.save(state)  # disk first: memory never runs ahead of what a restart would see
         self._salt = f"{self.config.salt}:{state.version}"

@@ -11,6 +11,7 @@ import pytest
 
 from events.models import PricingDecision, PricingRequest
 from pricing.audit import GENESIS_HASH, AuditLog, canonical_json, chain_hash, head_path, input_digest, verify
+from pricing.errors import AuditLogError
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -177,4 +178,67 @@ def test_bad_arguments_and_missing_log(tmp_path: Path) -> None:
     log = AuditLog(tmp_path / "b.jsonl")
     log.close()
     with pytest.raises(ValueError, match="after close"):
+        log.append_entry({"x": 1})
+
+
+def test_an_idle_log_reaches_the_disk_without_flush_or_close(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(path, flush_every=1000, fsync_interval_s=0.05)
+    for i in range(3):
+        log.append_entry({"i": i})
+    durable = 0
+    for _ in range(200):  # the background flusher, not this test, writes them; poll until the head says so
+        head = head_path(path)
+        durable = json.loads(head.read_text())["seq"] if head.exists() else 0
+        if durable == 3:
+            break
+        threading.Event().wait(0.05)
+    assert durable == 3 and log.pending == 0
+    assert len(_lines(path)) == 3
+    log.close()
+
+
+@pytest.mark.parametrize("torn", [b'{"seq": 3, "tier": "li', b"\x00\x00\x00\x00"])
+def test_a_torn_last_line_is_reported_then_repaired_at_the_next_open(tmp_path: Path, torn: bytes) -> None:
+    path = tmp_path / "audit.jsonl"
+    _write(path, 2)
+    with path.open("ab") as handle:
+        handle.write(torn)
+    result = verify(path)
+    assert (result.ok, result.torn_tail, result.first_bad_position, result.entries, result.last_seq) == (
+        False, True, 3, 2, 2)
+    with AuditLog(path, clock=lambda: T0) as log:
+        assert log.repaired is not None and log.repaired.dropped_bytes == len(torn)
+        assert log.repaired.saved_to is not None and log.repaired.saved_to.read_bytes() == torn
+        log.append_entry({"tier": "rules"})
+    assert [json.loads(line)["seq"] for line in _lines(path)] == [1, 2, 3]
+    assert verify(path).ok
+
+
+def test_a_complete_broken_last_line_is_not_repaired_away(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    _write(path, 2)
+    with path.open("ab") as handle:
+        handle.write(b"not an entry\n")
+    assert verify(path).torn_tail is False
+    with pytest.raises(AuditLogError, match="last line is not an audit entry"):
+        AuditLog(path)
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u0085", "\u2029", "\x1c"])
+def test_unicode_line_separators_in_a_value_keep_one_entry_per_line(tmp_path: Path, separator: str) -> None:
+    path = tmp_path / "audit.jsonl"
+    with AuditLog(path, clock=lambda: T0) as log:
+        log.append_entry({"decision": {"hotel_id": f"h{separator}1"}})
+    with AuditLog(path, clock=lambda: T0) as log:  # reopening reads the tail: it must find entry 1
+        assert log.seq == 1
+        log.append_entry({"decision": {"hotel_id": "h2"}})
+    result = verify(path)
+    assert (result.ok, result.entries, result.last_seq) == (True, 2, 2)
+
+
+def test_append_after_close_is_an_audit_log_error(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "a.jsonl")
+    log.close()
+    with pytest.raises(AuditLogError):
         log.append_entry({"x": 1})
