@@ -12,6 +12,11 @@ Example:
     (None, 3.0, None, None)
     >>> Degradation(FEATURE_STORE_UNAVAILABLE, "redis: connection refused").reason
     'feature_store_unavailable: redis: connection refused'
+
+A reason never carries a credential (it is returned to clients and logged):
+
+    >>> Degradation.from_exception(FEATURE_STORE_UNAVAILABLE, OSError("redis://app:s3cret@cache:6379 down")).reason
+    'feature_store_unavailable: OSError: redis://app:***@cache:6379 down'
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from events.catalog import ALL_FEATURES
+from events.redact import redact, redact_exception
 
 FEATURE_STORE_UNAVAILABLE = "feature_store_unavailable"
 FEATURE_SOURCE_ERROR = "feature_source_error"
@@ -74,13 +80,14 @@ class Degradation:
 
     @property
     def reason(self) -> str:
-        """``code: detail`` (or just the code), for ``PricingDecision.degraded_reason``."""
-        return f"{self.code}: {self.detail[:_DETAIL_MAX]}" if self.detail else self.code
+        """``code: detail`` (or just the code), for ``PricingDecision.degraded_reason``; credentials redacted."""
+        # Redacted before cutting: a cut could split a URL so that the pattern no longer sees its password.
+        return f"{self.code}: {redact(self.detail)[:_DETAIL_MAX]}" if self.detail else self.code
 
     @classmethod
     def from_exception(cls, code: str, exc: BaseException) -> Degradation:
-        """A degradation naming the exception class and message."""
-        return cls(code, f"{type(exc).__name__}: {exc}")
+        """A degradation naming the exception class and message (credentials redacted)."""
+        return cls(code, redact_exception(exc))
 
 
 def clean_value(value: Any) -> float | None:

@@ -4,10 +4,15 @@ Routes: ``POST /v1/price``, ``POST /v1/price:batch``, ``GET /healthz``,
 ``GET /metrics`` (Prometheus text) and ``GET /openapi.json``.
 
 Contract: a valid request always gets a 200 (the scorer degrades instead of
-failing); a body over ``max_body_bytes`` gets a 413; a body that breaks the
-request contract gets a 422 whose JSON names the field, the value and the
-expectation. An optional ``X-Deadline-Ms`` header shortens the time budget,
-counted from the moment the request reached the app.
+failing). Any other body gets a 4xx, never a 5xx, whose body is strict JSON naming
+the field, the value and the expectation (:mod:`pricing.http_body` parses every body):
+413 over ``max_body_bytes``, 415 for a content type other than JSON, 422 for bytes that
+are not strict JSON or break the request contract. An optional ``X-Deadline-Ms``
+header shortens the time budget, counted from the moment the request reached the app.
+
+``/healthz`` answers 503 with ``{"status": "degraded", "reason": "redis: ..."}`` while a
+dependency that decisions need fails (the feature store, probed on each call, or the
+audit log), and 200 otherwise. Reasons never carry credentials.
 
 Example:
     >>> from fastapi.testclient import TestClient
@@ -22,6 +27,10 @@ Example:
     >>> r = client.post("/v1/price", json=body)
     >>> r.status_code, r.json()["errors"][0]["field"]
     (422, 'nights')
+    >>> r = client.post("/v1/price", content=b'{"hotel_id": "h1", "nights": NaN}',
+    ...                 headers={"content-type": "application/json"})
+    >>> r.status_code, r.json()["errors"][0]["value"]
+    (422, 'NaN')
     >>> client.post("/v1/price", json={**body, "nights": 2}).json()["tier"]
     'rules'
 """
@@ -29,50 +38,65 @@ Example:
 from __future__ import annotations
 
 import gc
-import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from datetime import date
 from typing import Annotated, Any
 
-from fastapi import Body, FastAPI, Header, Request
-from fastapi.encoders import jsonable_encoder
+from fastapi import FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from events.models import PricingDecision, PricingRequest
+from events.models import PricingDecision
+from events.redact import redact, redact_exception
+from pricing.errors import FeatureStoreUnavailable
+from pricing.http_body import BadRequest, FieldError, error_json, from_validation_errors, parse_body
+from pricing.http_spec import ERROR_RESPONSES, HEALTH_RESPONSES, METRICS_RESPONSES, Health, documented_openapi
+from pricing.http_spec import request_body as spec_request_body
 from pricing.metrics import ScorerMetrics
 from pricing.scorer import Scorer
 
 MAX_DEADLINE_MS = 10_000.0
 """Largest ``X-Deadline-Ms`` accepted: longer budgets only hide a stuck dependency."""
 
-_VALUE_CHARS = 200
-"""Characters of a rejected value echoed back in a 422 (bodies can be large)."""
+PROBE_KEY = ("\x00healthz", "\x00", date(2000, 1, 1))
+"""Stay key the health probe reads: no real hotel has it (NUL is outside the contract's ``hotel_id``),
+so the probe costs one round trip of the very kind a decision makes, and finds nothing."""
 
 _KNOWN_ROUTES = frozenset({"/v1/price", "/v1/price:batch", "/healthz", "/metrics", "/openapi.json", "/docs"})
 
-_EXAMPLE = {
-    "hotel_id": "h042",
-    "room_type": "double",
-    "stay_date": "2026-12-24",
-    "nights": 2,
-    "channel": "web",
-    "event_time": "2026-11-30T09:15:00Z",
-    "last_published_price": 149.0,
-}
-
+Probe = Callable[[], None]
+"""A health check: returns when the dependency works, raises when it does not."""
 
 _DeadlineHeader = Annotated[
     float | None, Header(alias="X-Deadline-Ms", gt=0, le=MAX_DEADLINE_MS, description="time budget of this request, ms")
 ]
-_One = Annotated[PricingRequest, Body(openapi_examples={"web": {"summary": "a web search", "value": _EXAMPLE}})]
-_Many = Annotated[
-    list[PricingRequest],
-    Body(min_length=1, openapi_examples={"two": {"summary": "two stays", "value": [_EXAMPLE] * 2}}),
-]
+
+
+class ServiceConfig(BaseModel):
+    """Settings of the HTTP service.
+
+    Attributes:
+        max_body_bytes: larger bodies get a 413 (checked on Content-Length and on the bytes read).
+            64 kB holds a full batch (256 requests of ~200 bytes) with room to spare.
+        max_batch: most requests accepted by ``/v1/price:batch``.
+        deadline_ms: default time budget per request (the scorer's config when ``None``).
+        freeze_gc: at start-up, move every object alive (modules, models, the Feast registry) out of the
+            cyclic garbage collector's reach (``gc.freeze``), so that a full collection never walks them
+            (one costs ~150 ms with them on this machine, a stall the p99.9 would show).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_body_bytes: int = Field(default=64_000, gt=0)
+    max_batch: int = Field(default=256, ge=1)
+    deadline_ms: float | None = Field(default=None, gt=0, le=MAX_DEADLINE_MS)
+    freeze_gc: bool = True
 
 
 class _Guard:
@@ -136,48 +160,21 @@ class _Guard:
 
 
 async def _too_large(send: Send, limit: int, declared: str | None) -> None:
-    got = f"Content-Length {declared}" if declared is not None else f"a streamed body over {limit} bytes"
-    payload = {
-        "error": "payload_too_large",
-        "field": "<body>",
-        "message": f"request body: got {got}, expected at most {limit} bytes",
-        "limit_bytes": limit,
-    }
-    raw = json.dumps(payload).encode()
+    got = f"Content-Length {declared[:40]}" if declared is not None else f"a streamed body over {limit} bytes"
+    refused = BadRequest(413, "payload_too_large", [FieldError("<body>", got, f"at most {limit} bytes")])
+    raw = error_json(refused, limit_bytes=limit)
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
     await send({"type": "http.response.start", "status": 413, "headers": headers})
     await send({"type": "http.response.body", "body": raw})
 
 
-def _field(loc: tuple[Any, ...] | list[Any]) -> str:
-    """``("body", 3, "nights")`` -> ``"[3].nights"``; ``("body", "nights")`` -> ``"nights"``."""
-    parts = list(loc[1:] if loc and loc[0] == "body" else loc)
-    out = ""
-    for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "<body>"
-
-
-def _describe(error: dict[str, Any]) -> dict[str, Any]:
-    """One pydantic/FastAPI error as ``{field, value, expected, message}``."""
-    if error.get("type") == "json_invalid":
-        position = error["loc"][-1] if error.get("loc") else None
-        detail = (error.get("ctx") or {}).get("error", "invalid JSON")
-        field, value, expected = "<body>", f"malformed JSON at character {position} ({detail})", "a JSON object"
-    else:
-        field = _field(tuple(error.get("loc", ())))
-        value = jsonable_encoder(error.get("input"), custom_encoder={bytes: lambda b: b.decode("latin-1")})
-        if len(repr(value)) > _VALUE_CHARS:
-            value = repr(value)[:_VALUE_CHARS] + "..."
-        expected = str(error.get("msg", "a valid value")).removeprefix("Value error, ")
-    return {"field": field, "value": value, "expected": expected, "message": f"field {field!r}: got {value!r}, "
-            f"expected {expected}"}
-
-
-async def _invalid(request: Request, exc: Exception) -> JSONResponse:
-    errors = [_describe(e) for e in exc.errors()] if isinstance(exc, RequestValidationError) else []
-    message = errors[0]["message"] if errors else "invalid request"
-    return JSONResponse(status_code=422, content={"error": "validation_error", "message": message, "errors": errors})
+async def _refused(request: Request, exc: Exception) -> Response:
+    del request
+    if isinstance(exc, RequestValidationError):
+        exc = from_validation_errors(exc.errors())
+    if not isinstance(exc, BadRequest):  # registered for these two types only
+        raise exc
+    return Response(error_json(exc), status_code=exc.status, media_type="application/json")
 
 
 def _budget(request: Request, header_ms: float | None, default_ms: float | None, config_ms: float) -> float:
@@ -196,39 +193,79 @@ async def _frozen_gc(app: FastAPI) -> AsyncIterator[None]:
     yield
 
 
+def feature_probe(source: Any) -> Probe:
+    """A probe that reads :data:`PROBE_KEY` from ``source`` (a :class:`~pricing.feature_source.FeatureSource`)."""
+
+    def probe() -> None:
+        source.read(*PROBE_KEY)
+
+    return probe
+
+
+def default_probes(scorer: Any) -> dict[str, Probe]:
+    """The scorer's feature source, named after its class (``RedisFeatureSource`` -> ``redis``)."""
+    source = getattr(scorer, "feature_source", None)
+    if source is None:
+        return {}
+    name = type(source).__name__.removesuffix("FeatureSource").lower() or "feature_store"
+    return {name: feature_probe(source)}
+
+
+def health_report(scorer: Any, probes: Mapping[str, Probe]) -> tuple[int, dict[str, Any]]:
+    """``(status code, body)`` of ``/healthz``: 503 while a probe fails or the audit log cannot be written."""
+    health = dict(scorer.health())
+    failing: list[str] = []
+    if health.get("audit_failing"):
+        failing.append("audit: the decision log cannot be written")
+    for name, probe in probes.items():
+        try:
+            probe()
+        except FeatureStoreUnavailable as exc:
+            failing.append(f"{name}: {redact(str(exc))}")
+        except Exception as exc:  # noqa: BLE001 - a probe reports any failure; /healthz itself must answer
+            failing.append(f"{name}: {redact_exception(exc)}")
+    if failing:
+        health.update(status="degraded", reason="; ".join(failing))
+        return 503, health
+    if health.get("status") != "ok":  # served, but by rules alone: say so, stay in rotation
+        health["reason"] = "no light model loaded: rules prices only"
+    return 200, health
+
+
 def create_app(
     scorer: Scorer,
+    config: ServiceConfig | None = None,
     *,
-    max_body_bytes: int = 64_000,
-    deadline_ms: float | None = None,
-    max_batch: int = 256,
-    freeze_gc: bool = True,
+    probes: Mapping[str, Probe] | None = None,
 ) -> FastAPI:
     """Build the pricing API around ``scorer``.
 
     Args:
-        scorer: the routed scorer.
-        max_body_bytes: larger bodies get a 413 (checked on Content-Length and on the bytes read).
-        deadline_ms: default time budget per request (the scorer's config when ``None``).
-        max_batch: most requests accepted by ``/v1/price:batch``.
-        freeze_gc: at start-up, move every object alive (modules, models, the Feast registry) out of the
-            cyclic garbage collector's reach (``gc.freeze``), so that a full collection never walks them
-            (one costs ~150 ms with them on this machine, a stall the p99.9 would show).
+        scorer: the routed scorer (or anything with its surface: a rollout).
+        config: the service settings (:class:`ServiceConfig` defaults when ``None``).
+        probes: ``/healthz`` checks by name (:func:`default_probes` of ``scorer`` when ``None``).
     """
+    config = config or ServiceConfig()
+    checks = default_probes(scorer) if probes is None else dict(probes)
     app = FastAPI(
-        lifespan=_frozen_gc if freeze_gc else None,
+        lifespan=_frozen_gc if config.freeze_gc else None,
         title="pricestream pricing",
         version="1",
         description="Routed hotel room pricing: rules, a light and a heavy model. Decisions are audited.",
     )
-    app.add_exception_handler(RequestValidationError, _invalid)
+    app.add_exception_handler(RequestValidationError, _refused)
+    app.add_exception_handler(BadRequest, _refused)
     config_ms = scorer.config.deadline_ms
+    max_batch = config.max_batch
 
-    @app.post("/v1/price", response_model=PricingDecision, summary="Price one stay")
-    def price(request: Request, body: _One, x_deadline_ms: _DeadlineHeader = None) -> Response:
+    @app.post("/v1/price", response_model=PricingDecision, summary="Price one stay", responses=ERROR_RESPONSES,
+              openapi_extra=spec_request_body(batch=False, max_batch=max_batch))
+    async def price(request: Request, x_deadline_ms: _DeadlineHeader = None) -> Response:
+        body = parse_body(await request.body(), content_type=request.headers.get("content-type"))
         # In the thread pool, not inline on the event loop: the feature read is blocking I/O, and a hung Redis
         # (up to redis_timeout_s per read) would stall every request, /healthz and /metrics behind it.
-        decision = scorer.price(body, deadline_ms=_budget(request, x_deadline_ms, deadline_ms, config_ms))
+        budget = _budget(request, x_deadline_ms, config.deadline_ms, config_ms)
+        decision = await run_in_threadpool(scorer.price, body, deadline_ms=budget)
         return Response(decision.model_dump_json(), media_type="application/json")
 
     @app.post(
@@ -236,24 +273,27 @@ def create_app(
         response_model=list[PricingDecision],
         summary="Price many stays",
         description=f"At most {max_batch} requests; the answer keeps their order.",
+        responses=ERROR_RESPONSES,
+        openapi_extra=spec_request_body(batch=True, max_batch=max_batch),
     )
-    def price_batch(request: Request, body: _Many, x_deadline_ms: _DeadlineHeader = None) -> Response:
-        if len(body) > max_batch:
-            error = {"type": "too_long", "loc": ("body",), "input": f"{len(body)} requests",
-                     "msg": f"List should have at most {max_batch} items"}
-            raise RequestValidationError([error])
-        decisions = scorer.price_batch(body, deadline_ms=_budget(request, x_deadline_ms, deadline_ms, config_ms))
+    async def price_batch(request: Request, x_deadline_ms: _DeadlineHeader = None) -> Response:
+        body = parse_body(await request.body(), content_type=request.headers.get("content-type"), batch=True,
+                          max_batch=max_batch)
+        budget = _budget(request, x_deadline_ms, config.deadline_ms, config_ms)
+        decisions = await run_in_threadpool(scorer.price_batch, body, deadline_ms=budget)
         raw = b"[" + b",".join(d.__pydantic_serializer__.to_json(d) for d in decisions) + b"]"
         return Response(raw, media_type="application/json")
 
-    @app.get("/healthz", summary="Liveness and models in force")
+    @app.get("/healthz", summary="Liveness, dependencies and models in force", response_model=Health,
+             responses=HEALTH_RESPONSES)
     def healthz() -> JSONResponse:
-        health = scorer.health()
-        return JSONResponse(health, status_code=503 if health["audit_failing"] else 200)
+        status, health = health_report(scorer, checks)
+        return JSONResponse(health, status_code=status)
 
-    @app.get("/metrics", summary="Prometheus metrics")
+    @app.get("/metrics", summary="Prometheus metrics", response_class=PlainTextResponse, responses=METRICS_RESPONSES)
     def metrics() -> Response:
         return Response(scorer.stats.render(), media_type=CONTENT_TYPE_LATEST)
 
-    app.add_middleware(_Guard, max_body_bytes=max_body_bytes, stats=scorer.stats)
+    app.add_middleware(_Guard, max_body_bytes=config.max_body_bytes, stats=scorer.stats)
+    app.openapi = documented_openapi(app)  # type: ignore[method-assign]
     return app

@@ -1,0 +1,358 @@
+"""Strict parsing of the pricing API's request bodies, and the error bodies it answers with.
+
+The one function the endpoints (and ``bench/fuzz_requests.py``) call is
+:func:`parse_body`: raw bytes and a content type in, contract models out, or a
+:class:`BadRequest` carrying the HTTP status and one :class:`FieldError` per problem.
+Nothing else may escape it, whatever the bytes: the boundary is where a 5xx would
+otherwise be born.
+
+Order of checks, each cheaper than the next and each a precondition of the next:
+
+1. content type ``application/json`` (charset UTF-8 if given), else 415;
+2. the bytes are UTF-8, else 422 naming the byte offset;
+3. the text is JSON as RFC 8259 has it: ``NaN``, ``Infinity``, numbers beyond a
+   double (``1e309``) and lone surrogates (``"\\ud800"``) are refused, naming the field
+   they sit in; nesting deeper than :data:`MAX_DEPTH` is refused;
+4. the shape (an object; for a batch an array of 1 to ``max_batch`` objects);
+5. the contract model (:class:`~events.models.PricingRequest`), whose errors become
+   field errors; anything else the model raises is a 422 too, naming the field whose
+   value provoked it.
+
+Every string in an error body is valid Unicode and every number finite, so the body is
+strict JSON (:func:`error_json`).
+
+Example:
+    >>> ok = b'{"hotel_id": "h1", "room_type": "std", "stay_date": "2026-12-24", "nights": 2}'
+    >>> parse_body(ok, content_type="application/json").nights
+    2
+    >>> try:
+    ...     parse_body(b'{"hotel_id": "h1", "last_published_price": NaN}', content_type="application/json")
+    ... except BadRequest as exc:
+    ...     err = exc
+    >>> err.status, err.errors[0].field, err.errors[0].value
+    (422, 'last_published_price', 'NaN')
+    >>> json.loads(error_json(err))["errors"][0]["expected"]
+    'a finite JSON number (NaN, Infinity and -Infinity are not JSON)'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, overload
+
+from pydantic import ValidationError
+
+from events.models import PricingRequest
+from pricing.errors import PricingError
+
+MAX_DEPTH = 8
+"""Deepest nesting accepted in a body. A batch is 3 levels (array, object, value); more
+than 8 is never a pricing request, and the bound keeps every walk over the value (and
+the error rendering) small whatever the client sent."""
+
+MAX_ERRORS = 20
+"""Field errors listed in one answer: enough to fix a body, bounded for a hostile one."""
+
+VALUE_CHARS = 200
+"""Characters of a rejected value echoed back (bodies can be large)."""
+
+ErrorCode = Literal["validation_error", "unsupported_media_type", "payload_too_large"]
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One problem with a request: where, what was sent, what the contract expects.
+
+    Attributes:
+        field: ``"nights"``, ``"[2].nights"`` for a batch item, ``"<body>"`` for the whole body.
+        value: the rejected value, JSON-safe (see :func:`safe_value`).
+        expected: what the contract expects there.
+    """
+
+    field: str
+    value: Any
+    expected: str
+
+    @property
+    def message(self) -> str:
+        return f"field {self.field!r}: got {self.value!r}, expected {self.expected}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"field": self.field, "value": self.value, "expected": self.expected, "message": self.message}
+
+
+class BadRequest(PricingError, ValueError):
+    """A request body the API refuses (4xx), with its field errors.
+
+    Attributes:
+        status: the HTTP status (413, 415 or 422).
+        code: the ``error`` member of the answer.
+        errors: at least one :class:`FieldError`.
+    """
+
+    def __init__(self, status: int, code: ErrorCode, errors: Sequence[FieldError]) -> None:
+        self.status = status
+        self.code = code
+        self.errors = tuple(errors[:MAX_ERRORS])
+        super().__init__(self.errors[0].message if self.errors else code)
+
+
+def error_json(exc: BadRequest, **extra: Any) -> bytes:
+    """The answer's body: ``{"error", "message", "errors": [{field, value, expected, message}]}``, strict JSON."""
+    payload = {"error": exc.code, "message": str(exc), "errors": [e.as_json() for e in exc.errors], **extra}
+    return json.dumps(_text_safe(payload), ensure_ascii=False, allow_nan=False).encode()
+
+
+# -- values, rendered safely -----------------------------------------------------------------------
+
+
+class _NotJson(str):
+    """A number token JSON cannot carry (``NaN``, ``-Infinity``, ``1e309``), kept as its text."""
+
+    __slots__ = ()
+
+
+def _clip(text: str) -> str:
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates become visible escapes
+    return text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + "..."
+
+
+def safe_value(value: Any) -> Any:
+    """``value`` as something strict JSON can carry: finite numbers and short valid text as they are,
+    anything else as a short string (``"NaN"``, ``'[1, 2]'``, ``"<integer of 5000 digits>"``).
+
+    Example:
+        >>> safe_value(float("nan")), safe_value(2), safe_value("\\ud800"), safe_value(10**40)
+        ('nan', 2, '\\\\ud800', '<integer of 41 digits>')
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, _NotJson):
+        return str(value)
+    if isinstance(value, str):
+        return _clip(value)
+    if isinstance(value, int):
+        # beyond 2**53 a JSON reader may round it, and str() of a huge int is slow (refused past 4300 digits)
+        return value if abs(value) < 2**53 else _big_int(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, Mapping | list | tuple):
+        try:
+            text = json.dumps(_text_safe(value), ensure_ascii=False, allow_nan=False, default=str)
+        except (ValueError, RecursionError):  # NaN inside, or a cycle: say what it was instead
+            text = f"<{type(value).__name__} of {len(value)} items>"
+        return _clip(text)
+    return _clip(str(value))
+
+
+def _big_int(value: int) -> str:
+    bits = value.bit_length()
+    digits = len(str(abs(value))) if bits < 14_000 else f"about {int(bits * math.log10(2)) + 1}"
+    return f"<integer of {digits} digits>"
+
+
+def _text_safe(value: Any, depth: int = 0) -> Any:
+    """``value`` with every string (keys too) made valid Unicode; bounded depth."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if depth > MAX_DEPTH + 4:
+        return "<nested too deep>"
+    if isinstance(value, Mapping):
+        return {_text_safe(str(k)): _text_safe(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_text_safe(v, depth + 1) for v in value]
+    return value
+
+
+# -- bytes to JSON ---------------------------------------------------------------------------------
+
+
+def _constant(token: str) -> _NotJson:
+    return _NotJson(token)
+
+
+def _float(token: str) -> float | _NotJson:
+    number = float(token)
+    return number if math.isfinite(number) else _NotJson(token)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_float)
+_NON_FINITE = "a finite JSON number (NaN, Infinity and -Infinity are not JSON)"
+_OVERFLOW = "a finite JSON number (this one overflows a 64-bit float)"
+
+
+def _body_error(value: Any, expected: str) -> BadRequest:
+    return BadRequest(422, "validation_error", [FieldError("<body>", safe_value(value), expected)])
+
+
+def decode_json(raw: bytes) -> Any:
+    """Strict JSON of ``raw``: UTF-8, no non-finite numbers, no lone surrogates, at most :data:`MAX_DEPTH` deep.
+
+    Raises:
+        BadRequest: 422 naming the byte or character offset, or the field holding the bad value.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = raw[exc.start : exc.start + 4]
+        shown = f"bytes {bad!r} at byte {exc.start}"
+        raise _body_error(shown, "a UTF-8 encoded JSON body") from exc
+    if not text.strip():
+        shown = "an empty body"
+        raise _body_error(shown, "a JSON body")
+    try:
+        value = _DECODER.decode(text)
+    except RecursionError as exc:  # the C scanner recurses per level: a body of '[' * 60_000 gets here
+        shown = "JSON nested thousands of levels deep"
+        raise _body_error(shown, f"at most {MAX_DEPTH} levels") from exc
+    except json.JSONDecodeError as exc:
+        shown = f"malformed JSON at line {exc.lineno} column {exc.colno} (character {exc.pos}): {exc.msg}"
+        raise _body_error(shown, "a JSON value") from exc
+    except ValueError as exc:  # an integer literal past Python's 4300-digit conversion limit
+        raise _body_error(f"an integer literal too long to read ({exc})"[:VALUE_CHARS], "a JSON number") from exc
+    problems = list(_problems(value))
+    if problems:
+        raise BadRequest(422, "validation_error", problems)
+    return value
+
+
+def _problems(value: Any) -> Iterator[FieldError]:
+    """Lone surrogates, non-finite numbers and excess depth anywhere in ``value`` (iterative walk)."""
+    stack: list[tuple[str, Any, int]] = [("", value, 0)]
+    while stack:
+        path, item, depth = stack.pop()
+        if isinstance(item, _NotJson):
+            yield FieldError(path or "<body>", str(item), _OVERFLOW if item[-1:].isdigit() else _NON_FINITE)
+        elif isinstance(item, str):
+            if not _is_unicode(item):
+                yield FieldError(path or "<body>", safe_value(item), "valid Unicode text (no lone surrogates)")
+        elif isinstance(item, dict | list):
+            if depth >= MAX_DEPTH:
+                yield FieldError(path or "<body>", safe_value(item), f"at most {MAX_DEPTH} levels of nesting")
+                continue
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            for key, child in reversed(list(pairs)):
+                if isinstance(key, str) and not _is_unicode(key):
+                    yield FieldError(_join(path, key), safe_value(key), "a key of valid Unicode text")
+                stack.append((_join(path, key), child, depth + 1))
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    key = _clip(key)
+    return f"{path}.{key}" if path else key
+
+
+# -- content type, shape, contract -----------------------------------------------------------------
+
+
+def check_content_type(content_type: str | None) -> None:
+    """Refuse anything but ``application/json`` (parameters allowed; a charset must be UTF-8).
+
+    Raises:
+        BadRequest: 415 naming the content type received.
+
+    Example:
+        >>> check_content_type("application/json; charset=UTF-8")
+        >>> try:
+        ...     check_content_type("text/plain")
+        ... except BadRequest as exc:
+        ...     print(exc.status, exc.errors[0].expected)
+        415 application/json (charset utf-8)
+    """
+    media, _, params = (content_type or "").partition(";")
+    charset = next((v.strip().strip('"').lower() for k, _, v in (p.partition("=") for p in params.split(";"))
+                    if k.strip().lower() == "charset"), "utf-8")
+    if media.strip().lower() != "application/json" or charset not in ("utf-8", "utf8"):
+        shown = safe_value(content_type) if content_type else "no Content-Type"
+        raise BadRequest(415, "unsupported_media_type",
+                         [FieldError("header.Content-Type", shown, "application/json (charset utf-8)")])
+
+
+@overload
+def parse_body(raw: bytes, *, content_type: str | None, batch: Literal[False] = ...,
+               max_batch: int = ...) -> PricingRequest: ...
+@overload
+def parse_body(raw: bytes, *, content_type: str | None, batch: Literal[True], max_batch: int = ...
+               ) -> list[PricingRequest]: ...
+def parse_body(
+    raw: bytes, *, content_type: str | None, batch: bool = False, max_batch: int = 256
+) -> PricingRequest | list[PricingRequest]:
+    """The request (or, with ``batch``, the requests in order) in ``raw``, checked against the contract.
+
+    Raises:
+        BadRequest: and nothing else, for any bytes.
+    """
+    check_content_type(content_type)
+    value = decode_json(raw)
+    if not batch:
+        return _one(value, "")
+    if not isinstance(value, list) or not 1 <= len(value) <= max_batch:
+        shown = f"an array of {len(value)} items" if isinstance(value, list) else safe_value(value)
+        raise _body_error(shown, f"a JSON array of 1 to {max_batch} request objects")
+    requests: list[PricingRequest] = []
+    errors: list[FieldError] = []
+    for i, item in enumerate(value):
+        try:
+            requests.append(_one(item, f"[{i}]"))
+        except BadRequest as exc:
+            errors.extend(exc.errors)
+            if len(errors) >= MAX_ERRORS:
+                break
+    if errors:
+        raise BadRequest(422, "validation_error", errors)
+    return requests
+
+
+def _one(value: Any, prefix: str) -> PricingRequest:
+    if not isinstance(value, dict):
+        raise BadRequest(422, "validation_error", [FieldError(prefix or "<body>", safe_value(value), "a JSON object")])
+    try:
+        return PricingRequest.model_validate(value)
+    except ValidationError as exc:
+        raise BadRequest(422, "validation_error", [_from_pydantic(e, prefix) for e in exc.errors()]) from exc
+    except Exception as exc:  # noqa: BLE001 - a contract validator may raise anything (OSError, OverflowError):
+        # at this boundary that is still the client's bad value, never a 500.
+        field, value_of = _culprit(value)
+        error = FieldError(_join(prefix, field) if field else prefix or "<body>", safe_value(value_of),
+                           f"a value the contract can read ({type(exc).__name__}: {exc})"[:VALUE_CHARS])
+        raise BadRequest(422, "validation_error", [error]) from exc
+
+
+def _culprit(value: dict[str, Any]) -> tuple[str, Any]:
+    """The field whose value alone makes the model raise something other than a validation error."""
+    for key, item in value.items():
+        try:
+            PricingRequest.model_validate({key: item})
+        except ValidationError:
+            continue  # the missing required fields: not the culprit
+        except Exception:  # noqa: BLE001 - the probe looks for exactly these
+            return key, item
+    return "", value
+
+
+def _from_pydantic(error: Mapping[str, Any], prefix: str) -> FieldError:
+    loc = [part for part in error.get("loc", ()) if part != "body"]
+    path = prefix
+    for part in loc:
+        path = _join(path, part)
+    expected = str(error.get("msg", "a valid value")).removeprefix("Value error, ")
+    return FieldError(path or "<body>", safe_value(error.get("input")), _clip(expected))
+
+
+def from_validation_errors(errors: Sequence[Mapping[str, Any]]) -> BadRequest:
+    """FastAPI's own validation errors (headers) as a :class:`BadRequest` (422)."""
+    fields = [_from_pydantic({**e, "loc": tuple(e.get("loc", ()))}, "") for e in errors]
+    return BadRequest(422, "validation_error", fields or [FieldError("<request>", None, "a valid request")])
