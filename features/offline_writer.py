@@ -30,22 +30,20 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from confluent_kafka import Consumer as _KafkaConsumer
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from prometheus_client import CollectorRegistry
 
 from events.catalog import VIEWS
-from events.consumer import dlq_headers
-from events.producer import Producer
+from events.runtime import BatchContext, Output, Record, Runtime, RuntimeConfig, Step
 from features.config import FeaturesConfig
-from features.errors import FeatureRowError
 from features.rows import FeatureRow, parse_row
 from features.store import CREATED_FIELD, TIMESTAMP_FIELD, view_path
 
@@ -206,12 +204,70 @@ class OfflineRunStats:
     flushes: int = 0
 
 
+class OfflineWriteStep(Step[FeatureRow]):
+    """The offline writer as a runtime step: buffer rows, write parquet and manifest, then let offsets commit.
+
+    :meth:`durable` flushes when ``offline_flush_rows`` are buffered, ``offline_flush_s`` passed since
+    the last flush, or the runtime forces it (stop, idle, rebalance); until then the offsets of the
+    buffered rows stay uncommitted, so a crash re-appends and never loses.
+    """
+
+    def __init__(self, config: FeaturesConfig, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self.writer = OfflineWriter(config.offline)
+        self.stats = OfflineRunStats()
+        self.buffer: list[FeatureRow] = []
+        self.offsets: dict[str, dict[int, OffsetRange]] = {}
+        self._clock = clock
+        self._flushed_at = clock()
+
+    def parse(self, record: Record[bytes]) -> FeatureRow:
+        # tracked before parsing: a flush's manifest accounts for its dead-lettered records too
+        _track(self.offsets, self.config.kafka.topic(record.topic), record.partition, record.offset)
+        return parse_row(record.value)
+
+    def process(self, batch: Sequence[Record[FeatureRow]], ctx: BatchContext | None) -> list[Output]:
+        self.buffer += [record.value for record in batch]
+        return []
+
+    def durable(self, *, force: bool) -> bool:
+        now = self._clock()
+        full = len(self.buffer) >= self.config.offline_flush_rows
+        due = full or now - self._flushed_at >= self.config.offline_flush_s
+        if not (force or due):
+            return not self.offsets
+        if self.offsets:
+            self.writer.write_rows(self.buffer, offsets=self.offsets)
+            self.stats.written += len(self.buffer)
+            self.stats.flushes += 1
+            self.buffer, self.offsets = [], {}
+        self._flushed_at = now
+        return True
+
+    def health(self) -> dict[str, str | None]:
+        root = Path(self.config.offline)
+        probe = root if root.exists() else root.parent
+        return {"offline_store": None if os.access(probe, os.W_OK) else f"not writable: {root}"}
+
+    def describe(self) -> dict[str, Any]:
+        return {"buffered": len(self.buffer), "written": self.stats.written, "flushes": self.stats.flushes}
+
+
+def runtime_config(config: FeaturesConfig, **overrides: Any) -> RuntimeConfig:
+    """The runtime settings of the offline writer (group ``offline_group``, at-least-once) plus ``overrides``."""
+    fields: dict[str, Any] = {"name": "offline-writer", "kafka": config.kafka, "inputs": (config.topic,),
+                              "group_id": config.offline_group, "max_batch": config.batch_size}
+    return RuntimeConfig.model_validate(fields | overrides)
+
+
 def run(
     config: FeaturesConfig,
     *,
     max_idle_s: float | None = None,
     stop_event: threading.Event | None = None,
     poll_timeout_s: float = 0.5,
+    runtime: RuntimeConfig | None = None,
+    registry: CollectorRegistry | None = None,
 ) -> OfflineRunStats:
     """Consume ``features.v1`` into the offline store until stopped or idle for ``max_idle_s``.
 
@@ -219,80 +275,14 @@ def run(
     only after the flush's files and manifest are on disk (a crash re-appends, never loses).
     Unparseable rows go to ``features.v1.dlq``.
     """
-    loop = _Loop(config)
-    stop = stop_event or threading.Event()
-    started = idle_since = time.monotonic()
-    try:
-        while not stop.is_set():
-            n = loop.poll(poll_timeout_s)
-            now = time.monotonic()
-            idle = n == 0 and max_idle_s is not None and now - idle_since >= max_idle_s
-            idle_since = now if n else idle_since
-            full = len(loop.buffer) >= config.offline_flush_rows or now - started >= config.offline_flush_s
-            if loop.offsets and (full or idle):
-                loop.flush()
-                started = now
-            if idle:
-                break
-    finally:
-        loop.close()
-    return loop.stats
-
-
-class _Loop:
-    """Consumer, DLQ producer, buffer and offsets of one :func:`run`."""
-
-    def __init__(self, config: FeaturesConfig) -> None:
-        self.config = config
-        self.stats = OfflineRunStats()
-        self.writer = OfflineWriter(config.offline)
-        self.buffer: list[FeatureRow] = []
-        self.offsets: dict[str, dict[int, OffsetRange]] = {}
-        self.consumer = _KafkaConsumer(
-            {
-                **config.kafka.client_conf(),
-                "group.id": config.offline_group,
-                "isolation.level": "read_committed",
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-            }
-        )
-        self.consumer.subscribe([config.kafka.topic(config.topic)])
-        self.dlq = Producer(config.kafka, topic=f"{config.topic}.dlq")
-
-    def poll(self, timeout_s: float) -> int:
-        msgs = []
-        for msg in self.consumer.consume(num_messages=self.config.batch_size, timeout=timeout_s):
-            err = msg.error()
-            if err is None:
-                msgs.append(msg)
-            elif err.code() != KafkaError._PARTITION_EOF:
-                raise KafkaException(err)
-        for msg in msgs:
-            _track(self.offsets, str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0))
-            try:
-                self.buffer.append(parse_row(msg.value() or b""))
-            except FeatureRowError as exc:
-                self.dlq.send_raw(msg.key() or b"", msg.value() or b"", headers=dlq_headers(msg, exc))
-                self.stats.dead_lettered += 1
-        self.stats.polled += len(msgs)
-        return len(msgs)
-
-    def flush(self) -> None:
-        self.writer.write_rows(self.buffer, offsets=self.offsets)
-        self.dlq.flush()
-        commits = [TopicPartition(t, p, last + 1) for t, ps in self.offsets.items() for p, (_, last) in ps.items()]
-        self.consumer.commit(offsets=commits, asynchronous=False)
-        self.stats.written += len(self.buffer)
-        self.stats.flushes += 1
-        self.buffer, self.offsets = [], {}
-
-    def close(self) -> None:
-        self.dlq.close()
-        self.consumer.close()
+    step = OfflineWriteStep(config)
+    rc = runtime or runtime_config(config, max_idle_s=max_idle_s, poll_timeout_s=poll_timeout_s)
+    totals = Runtime(rc, step, registry=registry, stop_event=stop_event).run()
+    step.stats.polled = totals.consumed
+    step.stats.dead_lettered = totals.dead_lettered
+    return step.stats
 
 
 def _track(offsets: dict[str, dict[int, OffsetRange]], topic: str, partition: int, offset: int) -> None:
     first, _ = offsets.setdefault(topic, {}).get(partition, (offset, offset))
     offsets[topic][partition] = (min(first, offset), offset)
-

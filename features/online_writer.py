@@ -5,7 +5,7 @@ view's fields are written only when the row's ``version`` is greater than the st
 check and the write are one atomic step inside Redis, so two writers racing on the same keys
 still leave the newest version (Feast's own ``online_write_batch`` dedup reads, then writes, in
 two round trips). A batch is one pipelined round trip of script calls, 64 rows each. Offsets
-are committed only after the batch is in Redis (:class:`events.consumer.EventConsumer`), so a
+are committed only after the batch is in Redis (:class:`events.runtime.Runtime`), so a
 crash replays rather than loses, and a replay is a no-op because equal versions are skipped.
 Within a batch only the newest row of each (key, view) is sent: the older ones would be
 overwritten in the same round trip anyway (``superseded``; under a backlog the per-hotel view
@@ -25,13 +25,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import redis
 from prometheus_client import CollectorRegistry
 
 from events.catalog import VIEWS
-from events.consumer import EventConsumer
+from events.runtime import BatchContext, Output, Record, Runtime, RuntimeConfig, Step
 from features.config import FeaturesConfig
 from features.errors import OnlineStoreError
 from features.freshness import FreshnessTracker, publish
@@ -157,6 +157,14 @@ class OnlineWriter:
             publish(self.freshness.summary(), self.config.status_file)
             self._published = now
 
+    def ping(self) -> str | None:
+        """``None`` when Redis answers, else what is wrong (for ``/healthz``)."""
+        try:
+            self._client.ping()
+        except redis.RedisError as exc:
+            return f"down: {exc}"
+        return None
+
     def close(self) -> None:
         self._client.close()
 
@@ -170,6 +178,51 @@ class RunStats:
     dead_lettered: int = 0
 
 
+class OnlineWriteStep(Step[FeatureRow]):
+    """The online writer as a runtime step: parse ``features.v1`` rows, compare-and-set them into Redis.
+
+    Redis being down is a transient error (the runtime keeps the batch and retries; ``/healthz``
+    names ``redis``); the output is durable once :meth:`process` returned.
+    """
+
+    transient_errors = (OnlineStoreError,)
+
+    def __init__(self, writer: OnlineWriter) -> None:
+        self.writer = writer
+        self.stats = RunStats()
+
+    def parse(self, record: Record[bytes]) -> FeatureRow:
+        return parse_row(record.value)
+
+    def process(self, batch: Sequence[Record[FeatureRow]], ctx: BatchContext | None) -> list[Output]:
+        result = self.writer.write_rows([r.value for r in batch])
+        self.stats.written += result.written
+        self.stats.skipped_stale += result.skipped_stale
+        self.stats.superseded += result.superseded
+        return []
+
+    def durable(self, *, force: bool) -> bool:
+        self.writer.publish_status(force=force)
+        return True
+
+    def health(self) -> dict[str, str | None]:
+        return {"redis": self.writer.ping()}
+
+    def describe(self) -> dict[str, Any]:
+        return {"written": self.stats.written, "skipped_stale": self.stats.skipped_stale}
+
+    def close(self) -> None:
+        self.writer.publish_status(force=True)
+        self.writer.close()
+
+
+def runtime_config(config: FeaturesConfig, **overrides: Any) -> RuntimeConfig:
+    """The runtime settings of the online writer (group ``online_group``, at-least-once) plus ``overrides``."""
+    fields: dict[str, Any] = {"name": "online-writer", "kafka": config.kafka, "inputs": (config.topic,),
+                              "group_id": config.online_group, "max_batch": config.batch_size}
+    return RuntimeConfig.model_validate(fields | overrides)
+
+
 def run(
     config: FeaturesConfig,
     *,
@@ -177,35 +230,17 @@ def run(
     stop_event: threading.Event | None = None,
     registry: CollectorRegistry | None = None,
     poll_timeout_s: float = 0.5,
+    runtime: RuntimeConfig | None = None,
 ) -> RunStats:
     """Consume ``features.v1`` into Redis until ``stop_event`` is set or the topic is idle ``max_idle_s``.
 
     Offsets are committed after each batch is in Redis; unparseable rows go to ``features.v1.dlq``.
+    ``runtime`` (the ``services run`` command) overrides the runtime settings built from ``config``.
     """
-    stats = RunStats()
-    writer = OnlineWriter(config, registry=registry)
-    stop = stop_event or threading.Event()
-
-    def handle(rows: list[FeatureRow]) -> None:
-        result = writer.write_rows(rows)
-        stats.written += result.written
-        stats.skipped_stale += result.skipped_stale
-        stats.superseded += result.superseded
-
-    consumer = EventConsumer(config.kafka, topic=config.topic, group_id=config.online_group, parse=parse_row)
-    idle_since = time.monotonic()
-    try:
-        while not stop.is_set():
-            n = consumer.process(handle, max_records=config.batch_size, timeout_s=poll_timeout_s)
-            stats.polled += n
-            writer.publish_status()
-            if n:
-                idle_since = time.monotonic()
-            elif max_idle_s is not None and time.monotonic() - idle_since >= max_idle_s:
-                break
-    finally:
-        stats.dead_lettered = consumer.stats.dead_lettered
-        writer.publish_status(force=True)
-        consumer.close()
-        writer.close()
-    return stats
+    registry = registry if registry is not None else CollectorRegistry()
+    step = OnlineWriteStep(OnlineWriter(config, registry=registry))
+    rc = runtime or runtime_config(config, max_idle_s=max_idle_s, poll_timeout_s=poll_timeout_s)
+    totals = Runtime(rc, step, registry=registry, stop_event=stop_event).run()
+    step.stats.polled = totals.consumed
+    step.stats.dead_lettered = totals.dead_lettered
+    return step.stats
