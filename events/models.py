@@ -18,20 +18,25 @@ Example:
 
 from __future__ import annotations
 
-import math
+import re
 import uuid
-from datetime import UTC, date, datetime
+from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PlainSerializer,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     field_validator,
+    model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from events.errors import EventValidationError
 
@@ -45,36 +50,89 @@ Tier = Literal["rules", "light", "heavy"]
 
 _NUMBER = (int, float)
 
+EVENT_TIME_MIN_MS = 946_684_800_000
+"""2000-01-01T00:00:00Z. Decision: no hotel event of this system predates it; the public Hotel Booking
+Demand dataset starts in 2015. A bound keeps ``-1`` or ``0`` (a producer's unset clock) out of the features."""
+EVENT_TIME_MAX_MS = 4_102_444_800_000
+"""2100-01-01T00:00:00Z. Beyond it ``datetime.fromtimestamp`` overflows on some platforms (``1e20`` raised OSError)."""
+PRICE_MAX = 1_000_000.0
+"""Hard ceiling of any price, per room night, in the hotel's currency. Decision: the dataset's largest ADR is
+5,400; presidential suites reach tens of thousands. Anything above a million is a unit or typing error, refused.
+Prices far outside a hotel's own range are *flagged* (see :mod:`events.contract`), not refused."""
+ID_PATTERN = r"^[^\x00-\x1f\x7f\x85\u2028\u2029]+$"
+"""Identifiers are free text (the dataset's hotels are "Resort Hotel" and "City Hotel") without control
+characters or line separators: U+2028 and U+0085 in a ``hotel_id`` broke line-oriented readers (the audit log)."""
+_UUID_TEXT = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+_DATE_TEXT = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 
-def _to_utc(value: Any) -> Any:
-    """Accept epoch milliseconds, ISO-8601 or an aware datetime; refuse naive times."""
+
+def _epoch_ms(value: Any) -> datetime:
+    """Epoch milliseconds (an integer, in range) to an aware UTC datetime."""
+    if not EVENT_TIME_MIN_MS <= value < EVENT_TIME_MAX_MS:
+        msg = f"epoch milliseconds in [{EVENT_TIME_MIN_MS}, {EVENT_TIME_MAX_MS}) (2000-01-01 to 2100-01-01 UTC)"
+        raise ValueError(msg)
+    return datetime.fromtimestamp(value / 1000.0, tz=UTC)
+
+
+_ISO_INSTANT = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})$")
+"""The one text form of an instant the contract accepts: ISO-8601 with seconds and an explicit offset."""
+_INSTANT = "integer epoch milliseconds, or ISO-8601 text with an offset (2026-11-30T09:15:00Z)"
+
+
+def _to_utc(value: Any, info: ValidationInfo) -> Any:
+    """Integer epoch milliseconds or offset ISO-8601 text; in Python also an aware datetime. Naive times are refused."""
     if value.__class__ is datetime and value.tzinfo is UTC:
         return value  # the common case (our own records, re-checked before sending): nothing to convert
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, _NUMBER):
-        if not math.isfinite(value):
-            return value
-        return datetime.fromtimestamp(value / 1000.0, tz=UTC)
-    if isinstance(value, str):
+    if value.__class__ is int:  # bool is an int subclass, and float ms are not the wire form
+        return _epoch_ms(value)
+    if isinstance(value, str) and _ISO_INSTANT.match(value):
         try:
             value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return value
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            msg = "a timezone-aware datetime (naive times are ambiguous)"
-            raise ValueError(msg)
-        return value.astimezone(UTC)
-    return value
+        except ValueError as exc:
+            raise ValueError(_INSTANT) from exc
+    elif info.mode == "json" or not isinstance(value, datetime):
+        raise ValueError(_INSTANT)
+    if value.tzinfo is None:
+        msg = "a timezone-aware datetime (naive times are ambiguous)"
+        raise ValueError(msg)
+    _epoch_ms(round(value.timestamp() * 1000))
+    return value.astimezone(UTC)
 
 
 def _to_millis(value: datetime) -> int:
     return round(value.timestamp() * 1000)  # round() of a float is already an int
 
 
+def _text_form(pattern: str, convert: Callable[[str], Any], expected: str) -> Any:
+    """A before-validator: a string must match ``pattern`` and convert (objects of the target type pass).
+
+    Converting here rather than in pydantic: strict wire parsing would refuse the string that a
+    before-validator hands on, and pydantic's own parsers accept more forms than the contract (a UUID
+    without hyphens or in braces, a date with a time part).
+    """
+    compiled = re.compile(pattern)
+
+    def check(value: Any) -> Any:
+        if isinstance(value, str):
+            if not compiled.match(value):
+                raise ValueError(expected)
+            try:
+                return convert(value)
+            except ValueError as exc:
+                raise ValueError(expected) from exc
+        return value
+
+    return BeforeValidator(check)
+
+
 UtcMillis = Annotated[datetime, PlainSerializer(_to_millis, return_type=int, when_used="json")]
-Price = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Uuid = Annotated[uuid.UUID, _text_form(_UUID_TEXT, uuid.UUID, "a UUID in its 8-4-4-4-12 hexadecimal form")]
+IsoDate = Annotated[date, _text_form(_DATE_TEXT, date.fromisoformat, "a calendar date YYYY-MM-DD")]
+Price = Annotated[float, Field(gt=0, le=PRICE_MAX, allow_inf_nan=False)]
+PaidPrice = Annotated[float, Field(ge=0, le=PRICE_MAX, allow_inf_nan=False)]
+"""A price paid may be 0: complimentary stays (680 of the dataset's 119,390 bookings) are real room nights."""
+Identifier = Annotated[str, Field(min_length=1, max_length=64, pattern=ID_PATTERN)]
+Segment = Annotated[str, Field(min_length=1, max_length=32, pattern=ID_PATTERN)]
 
 
 def now_utc() -> datetime:
@@ -83,19 +141,37 @@ def now_utc() -> datetime:
     return now.replace(microsecond=(now.microsecond // 1000) * 1000)
 
 
-class Record(BaseModel):
-    """Fields shared by every record on the wire."""
+class _ContractModel(type(BaseModel)):  # type: ignore[misc]
+    """Constructing a record (``BookingEvent(...)``) raises our :class:`EventValidationError`, not pydantic's.
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    On the metaclass, so that ``model_validate`` and ``model_validate_json`` (which do not call the class)
+    keep pydantic's own fast path; :func:`parse_event` translates their errors itself.
+    """
 
-    event_id: uuid.UUID = Field(default_factory=uuid.uuid4)
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except ValidationError as exc:
+            raise to_validation_error(exc) from exc
+
+
+class Record(BaseModel, metaclass=_ContractModel):
+    """Fields shared by every record on the wire.
+
+    Constructing a record with a bad value raises :class:`~events.errors.EventValidationError`
+    (a ``ValueError``), like :func:`parse_event`, never pydantic's own error.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False)
+
+    event_id: Uuid = Field(default_factory=uuid.uuid4)
     event_time: UtcMillis = Field(default_factory=now_utc)
     schema_version: int = SCHEMA_VERSION
 
     @field_validator("event_time", mode="before")
     @classmethod
-    def _utc(cls, value: Any) -> Any:
-        return _to_utc(value)
+    def _utc(cls, value: Any, info: ValidationInfo) -> Any:
+        return _to_utc(value, info)
 
     @field_validator("schema_version")
     @classmethod
@@ -114,61 +190,99 @@ class Record(BaseModel):
 class StayKeyed(Record):
     """A record about one (hotel, room type, arrival night)."""
 
-    hotel_id: str = Field(min_length=1, max_length=64)
-    room_type: str = Field(min_length=1, max_length=32)
-    stay_date: date
+    hotel_id: Identifier
+    room_type: Annotated[str, Field(min_length=1, max_length=32, pattern=ID_PATTERN)]
+    stay_date: IsoDate
 
 
-class SearchEvent(StayKeyed):
+_STAY_RULE = "stay_date_before_event"
+_WESTMOST = timezone(timedelta(hours=-12))
+"""The zone whose local date is the earliest on Earth at any instant: the stay-date rule of a hotel with no
+configured zone, so that no hotel's valid evening event is refused (the rule once compared UTC dates, and a
+hotel west of UTC lost its arrival-day events)."""
+
+
+class StayDated(StayKeyed):
+    """A stay-keyed record sent before or on the arrival night (the events and requests, not derived records).
+
+    Rule: ``stay_date`` is not before the event's date in the hotel's local time zone. The zone comes from
+    the hotel profiles passed as validation context (``context={"hotels": {...}}``, see
+    :mod:`events.contract`); a hotel with no profile is checked in UTC-12, which accepts every zone's date.
+    """
+
+    @model_validator(mode="after")
+    def _not_after_arrival(self, info: ValidationInfo) -> StayDated:
+        zone = _zone_of(self.hotel_id, info.context)
+        local = self.event_time.astimezone(zone).date()
+        if self.stay_date < local:
+            raise PydanticCustomError(
+                _STAY_RULE, "a stay_date on or after the event's local date {local}", {"local": str(local)}
+            )
+        return self
+
+
+def _zone_of(hotel_id: str, context: Any) -> tzinfo:
+    hotels = context.get("hotels") if isinstance(context, dict) else None
+    profile = hotels.get(hotel_id) if hotels else None
+    return _WESTMOST if profile is None else profile.tz
+
+
+class SearchEvent(StayDated):
     """A guest searched availability for a stay."""
 
     event_type: Literal["search"] = "search"
     nights: int = Field(default=1, ge=1, le=60)
     guests: int = Field(default=2, ge=1, le=12)
     channel: Channel = "web"
-    segment: str = "leisure"
+    segment: Segment = "leisure"
 
 
-class ViewEvent(StayKeyed):
+class ViewEvent(StayDated):
     """A guest saw a room offer at a price."""
 
     event_type: Literal["view"] = "view"
     price_shown: Price
     channel: Channel = "web"
-    segment: str = "leisure"
-    decision_id: uuid.UUID | None = None
+    segment: Segment = "leisure"
+    decision_id: Uuid | None = None
 
 
-class BookingEvent(StayKeyed):
+class BookingEvent(StayDated):
     """A guest booked rooms at a price."""
 
     event_type: Literal["booking"] = "booking"
-    booking_id: uuid.UUID = Field(default_factory=uuid.uuid4)
-    price_paid: Price
+    booking_id: Uuid = Field(default_factory=uuid.uuid4)
+    price_paid: PaidPrice
     rooms: int = Field(default=1, ge=1, le=20)
-    nights: int = Field(default=1, ge=1, le=60)
+    nights: int = Field(default=1, ge=0, le=60)
+    """0 is a day-use stay: 715 of the dataset's bookings have 0 nights and are real room sales, so accepted."""
     channel: Channel = "web"
-    segment: str = "leisure"
-    decision_id: uuid.UUID | None = None
+    segment: Segment = "leisure"
+    decision_id: Uuid | None = None
+
+    @property
+    def complimentary(self) -> bool:
+        """A stay given for free (price 0): counted as a booking, kept out of price features."""
+        return self.price_paid == 0
 
 
-class CancellationEvent(StayKeyed):
+class CancellationEvent(StayDated):
     """A booking was cancelled."""
 
     event_type: Literal["cancellation"] = "cancellation"
-    booking_id: uuid.UUID
+    booking_id: Uuid
     rooms: int = Field(default=1, ge=1, le=20)
 
 
-class CompetitorRateEvent(StayKeyed):
+class CompetitorRateEvent(StayDated):
     """A competitor's published rate for a comparable room."""
 
     event_type: Literal["competitor_rate"] = "competitor_rate"
-    competitor_id: str = Field(min_length=1)
+    competitor_id: Identifier
     rate: Price
 
 
-class InventoryEvent(StayKeyed):
+class InventoryEvent(StayDated):
     """Rooms left to sell, and the capacity, for a room type on a night."""
 
     event_type: Literal["inventory"] = "inventory"
@@ -190,11 +304,11 @@ BEHAVIOUR_TYPES: tuple[str, ...] = (
 )
 
 
-class PricingRequest(StayKeyed):
+class PricingRequest(StayDated):
     """Ask for a price for a stay."""
 
     event_type: Literal["pricing_request"] = "pricing_request"
-    request_id: uuid.UUID = Field(default_factory=uuid.uuid4)
+    request_id: Uuid = Field(default_factory=uuid.uuid4)
     nights: int = Field(default=1, ge=1, le=60)
     channel: Channel = "web"
     guest_key: str | None = Field(default=None, max_length=128)
@@ -209,8 +323,8 @@ class PricingDecision(StayKeyed):
     """The scorer's answer to one pricing request."""
 
     event_type: Literal["pricing_decision"] = "pricing_decision"
-    decision_id: uuid.UUID = Field(default_factory=uuid.uuid4)
-    request_id: uuid.UUID
+    decision_id: Uuid = Field(default_factory=uuid.uuid4)
+    request_id: Uuid
     price: Price
     tier: Tier
     channel: Channel = "web"
@@ -233,7 +347,7 @@ class OutcomeLabel(StayKeyed):
     """A decision joined with what the guest did (on ``feedback.labels``)."""
 
     event_type: Literal["label"] = "label"
-    decision_id: uuid.UUID
+    decision_id: Uuid
     label: Literal[0, 1]
     price: Price
     tier: Tier
@@ -249,7 +363,7 @@ class TrainingExample(StayKeyed):
     """A selected, weighted example for the trainers (on ``training.examples``)."""
 
     event_type: Literal["training_example"] = "training_example"
-    decision_id: uuid.UUID
+    decision_id: Uuid
     label: Literal[0, 1]
     price: Price
     features: dict[str, float | None]
@@ -276,35 +390,70 @@ CONTRACT: dict[str, type[Record]] = {
 _JSON_OBJECT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 
 
+_RULE_FIELDS = {_STAY_RULE: "stay_date"}
+"""Model-level rules and the field each one is about (pydantic locates them on the record)."""
+
+
+def _expectation(error: Any) -> str:
+    """pydantic's message as what was expected: "Input should be greater than 0" -> "greater than 0"."""
+    kind, msg = error["type"], error["msg"]
+    if kind == "missing":
+        return "a value (the field is required)"
+    if kind == "extra_forbidden":
+        return "no such field (the contract has no field of this name)"
+    if kind == "json_invalid":
+        return "one JSON object in UTF-8 (" + msg.removeprefix("Invalid JSON: ") + ")"
+    for prefix in ("Input should be ", "Value error, ", "String should "):
+        if msg.startswith(prefix):
+            return ("" if prefix != "String should " else "a string that should ") + msg.removeprefix(prefix)
+    return str(msg)
+
+
 def to_validation_error(exc: ValidationError) -> EventValidationError:
     """Translate pydantic's error into ours, naming the first offending field."""
     first = exc.errors()[0]
-    field = ".".join(str(part) for part in first["loc"]) or "<record>"
-    return EventValidationError(field, first.get("input"), first["msg"])
+    field = ".".join(str(part) for part in first["loc"]) or _RULE_FIELDS.get(first["type"], "<record>")
+    value = first.get("input")
+    if isinstance(value, dict) and field != "<record>" and field in _RULE_FIELDS.values():
+        value = value.get(field)
+    if first["type"] == "json_invalid":
+        value = None
+    return EventValidationError(field, value, _expectation(first))
 
 
-def parse_event(raw: bytes | str | dict[str, Any]) -> Record:
-    """Parse any contract record; the ``event_type`` picks the model.
+def parse_event(raw: bytes | str | dict[str, Any], *, context: dict[str, Any] | None = None) -> Record:
+    """Parse any contract record from its wire form; the ``event_type`` picks the model.
+
+    Wire parsing is strict: types are JSON's own (a number is not a string, ``2.0`` is not an integer),
+    the text is one JSON object in valid UTF-8 with nothing after it, and ``event_time`` is integer epoch
+    milliseconds. ``context`` carries the hotel profiles of the model-level rules (see
+    :mod:`events.contract`). A dict is checked as its JSON text would be.
 
     Raises:
         EventValidationError: naming the field, the value and the expectation.
     """
+    text = raw if not isinstance(raw, dict) else _dict_to_json(raw)
     try:
-        if isinstance(raw, dict):
-            payload = raw
-        else:
-            payload = _JSON_OBJECT.validate_json(raw)
+        payload = _JSON_OBJECT.validate_json(text)
     except ValidationError as exc:
-        shown = raw[:80] if not isinstance(raw, dict) else raw
-        raise EventValidationError(field="<record>", value=shown, expected="a JSON object") from exc
+        shown = text[:80]
+        raise EventValidationError(field="<record>", value=shown, expected=_expectation(exc.errors()[0])) from exc
     kind = payload.get("event_type")
     model = CONTRACT.get(kind) if isinstance(kind, str) else None
     if model is None:
         raise EventValidationError(field="event_type", value=kind, expected=f"one of {sorted(CONTRACT)}")
     try:
-        return model.model_validate(payload)
+        return model.model_validate_json(text, strict=True, context=context)
     except ValidationError as exc:
         raise to_validation_error(exc) from exc
+
+
+def _dict_to_json(payload: dict[str, Any]) -> bytes:
+    """The JSON text of a mapping, for the same strict checks as a record read off the wire."""
+    try:
+        return _JSON_OBJECT.dump_json(payload)
+    except (ValueError, TypeError) as exc:  # pydantic_core's PydanticSerializationError is a ValueError
+        raise EventValidationError(field="<record>", value=repr(payload)[:80], expected="JSON values only") from exc
 
 
 def dumps(record: Record) -> bytes:
