@@ -2,12 +2,22 @@
 
 Validation happens before anything is sent: an invalid event raises
 :class:`~events.errors.EventValidationError` naming the field, the value and the
-expectation, and nothing reaches the broker. Idempotence is on and ``acks=all``;
-delivery reports reach the caller through ``on_delivery``.
+expectation, and nothing reaches the broker. So does a record larger than
+``max_record_bytes`` (the broker would refuse it anyway, but only later and in a
+delivery report). Idempotence is on and ``acks=all``; delivery reports reach the
+caller through ``on_delivery``.
+
+Nothing is lost without a word: :meth:`Producer.flush` and :meth:`Producer.close`
+raise :class:`~events.errors.DeliveryError`, naming how many records failed and the
+first error, when any delivery since the previous flush failed or a record is still
+queued. ``with Producer(...)`` flushes on exit; when the body itself raised, that
+exception is the one that propagates, and a delivery failure is attached to it as a
+note (and logged) rather than raised over it.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -20,6 +30,16 @@ from pydantic import ValidationError
 from events.config import KafkaConfig
 from events.errors import DeliveryError, EventValidationError
 from events.models import Record, dumps, parse_event, to_validation_error
+from events.redact import redact
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_RECORD_BYTES = 1_000_000
+"""librdkafka's ``message.max.bytes`` default (Java's ``max.request.size`` is 1 MiB): the largest record
+the producer would pass to the broker, key and value together."""
+
+_KEPT_ERRORS = 100
+"""Delivery error texts kept in :class:`DeliveryStats` (the counts are exact; the texts are for reading)."""
 
 DeliveryCallback = Callable[[KafkaError | None, Message], None]
 
@@ -76,15 +96,24 @@ class Producer:
         self.topic = config.topic(topic)
         self.stats = DeliveryStats()
         self._on_delivery = on_delivery
-        self._producer = _KafkaProducer(producer_conf(config, extra=extra))
+        conf = producer_conf(config, extra=extra)
+        self.max_record_bytes = int(conf.get("message.max.bytes", DEFAULT_MAX_RECORD_BYTES))
+        self._secrets = [config.sasl_password.get_secret_value()] if config.sasl_password else []
+        self._failed_since_flush = 0
+        self._first_error: str | None = None
+        self._producer = _KafkaProducer(conf)
 
     def _report(self, err: KafkaError | None, msg: Message) -> None:
         if err is None:
             self.stats.delivered += 1
         else:
             self.stats.failed += 1
-            if len(self.stats.errors) < 100:
-                self.stats.errors.append(str(err))
+            self._failed_since_flush += 1
+            text = redact(str(err), secrets=self._secrets)
+            if self._first_error is None:
+                self._first_error = text
+            if len(self.stats.errors) < _KEPT_ERRORS:
+                self.stats.errors.append(text)
         if self._on_delivery is not None:
             self._on_delivery(err, msg)
 
@@ -111,7 +140,15 @@ class Producer:
         return n
 
     def send_raw(self, key: bytes, value: bytes, headers: list[tuple[str, str | bytes | None]] | None = None) -> None:
-        """Enqueue pre-serialised bytes (no validation: the DLQ writer and benchmarks use it)."""
+        """Enqueue pre-serialised bytes (no contract validation: the DLQ writer and benchmarks use it).
+
+        Raises:
+            EventValidationError: key and value together exceed :attr:`max_record_bytes`; nothing was sent.
+        """
+        size = len(value) + len(key)
+        if size > self.max_record_bytes:
+            raise EventValidationError(field="<record>", value=f"{size} bytes",
+                                       expected=f"at most {self.max_record_bytes} bytes (key and value)")
         while True:
             try:
                 self._producer.produce(self.topic, value=value, key=key, headers=headers, on_delivery=self._report)
@@ -122,14 +159,27 @@ class Producer:
         self._producer.poll(0)
 
     def flush(self, timeout_s: float = 30.0) -> None:
-        """Wait for every queued record; raises DeliveryError if any is left or failed."""
+        """Wait for every queued record.
+
+        Raises:
+            DeliveryError: a record is still queued after ``timeout_s``, or a delivery failed since the
+                previous flush (the count and the first error are in the message; the count restarts).
+        """
         left = self._producer.flush(timeout_s)
+        failed, first = self._failed_since_flush, self._first_error
+        self._failed_since_flush, self._first_error = 0, None
+        problems = []
+        if failed:
+            problems.append(f"{failed} records failed delivery since the last flush (first error: {first})")
         if left:
-            msg = f"{left} records still undelivered after {timeout_s}s to {self.topic!r}"
+            problems.append(f"{left} records still undelivered after {timeout_s}s")
+        if problems:
+            msg = f"topic {self.topic!r}: " + "; ".join(problems)
             raise DeliveryError(msg)
 
-    def close(self) -> None:
-        self.flush()
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Flush (see :meth:`flush`, which raises the same way)."""
+        self.flush(timeout_s)
 
     def __enter__(self) -> Producer:
         return self
@@ -137,7 +187,14 @@ class Producer:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close()
+        if exc is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except DeliveryError as delivery:  # the body's own exception wins; this one rides along with it
+            exc.add_note(f"also, on closing the producer: {delivery}")
+            log.error("closing the producer after %s: %s", type(exc).__name__, delivery)
 
 
 def _revalidate(event: Record) -> Record:
