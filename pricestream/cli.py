@@ -11,10 +11,9 @@ Command groups live in :mod:`pricestream.commands`; this module holds the stack 
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
@@ -187,36 +186,32 @@ def serve(
     port: Annotated[int | None, typer.Option(envvar="PRICESTREAM_HTTP_PORT", min=1, max=65535)] = None,
     audit: Annotated[bool, typer.Option(envvar="PRICESTREAM_AUDIT", help="append decisions to the audit log")] = True,
 ) -> None:
-    """Serve ``POST /v1/price`` (uvicorn) with the registry's models, the rules file and Redis features."""
-    import uvicorn
+    """Serve ``POST /v1/price`` (uvicorn) through the serving path of :mod:`pricestream.app`.
 
-    from feedback.registry import ModelRegistry
-    from pricestream.wiring import build_scorer, start_reloader
-    from pricing.audit import AuditLog
-    from pricing.service import create_app
+    Decisions go to the audit log and ``pricing.decisions``; the running server follows
+    ``rollout`` and ``models`` commands and router recalibration within ``PRICESTREAM_FOLLOW_INTERVAL_S``.
+    SIGTERM: in-flight requests are answered, the audit log is fsynced, Kafka has every decision, exit 0.
+    """
+    from events.admin import create_topics
+    from events.topics import TOPICS
+    from pricestream.app import build_serving_path, serve_http
 
     s = settings()
-    log = AuditLog(s.audit()) if audit else None
-    stop = threading.Event()
-    try:
-        with progress_bar("loading models", total=2) as bar:
-            scorer = build_scorer(
-                s, audit=log, on_progress=lambda step, done, total: bar.update(
-                    bar.task_ids[0], description=step, completed=done, total=total)
-            )
-            bar.update(bar.task_ids[0], description="models loaded", completed=2, total=2)
-        start_reloader(scorer, ModelRegistry(s.registry()), interval_s=s.reload_interval_s, stop=stop)
-        health = scorer.health()
-        bind_host, bind_port = host or s.http_host, port or s.http_port
-        err.print(
-            f"serving on http://{bind_host}:{bind_port}  light {health['light']['version']}, "
-            f"heavy {health['heavy']['version']}; audit log: {s.audit() if log else 'off'}"
+    create_topics(s.kafka(), [TOPICS["pricing.decisions"], TOPICS["pricing.decisions.dlq"]])
+    with progress_bar("loading models", total=2) as bar:
+        path = build_serving_path(
+            s, audit=audit, on_progress=lambda step, done, total: bar.update(
+                bar.task_ids[0], description=step, completed=done, total=total)
         )
-        uvicorn.run(create_app(scorer), host=bind_host, port=bind_port, log_level="warning")
-    finally:
-        stop.set()
-        if log is not None:
-            log.close()
+        bar.update(bar.task_ids[0], description="models loaded", completed=2, total=2)
+    health = path.scorer.health()
+    bind_host, bind_port = host or s.http_host, port or s.http_port
+    err.print(
+        f"serving on http://{bind_host}:{bind_port}  light {health['light']['version']}, "
+        f"heavy {health['heavy']['version']}, rollout {health['rollout']['stage']}; "
+        f"audit log: {s.audit() if audit else 'off'}; decisions to {s.kafka().topic('pricing.decisions')}"
+    )
+    serve_http(path, host=bind_host, port=bind_port)
 
 
 @app.command("serve-stream")
@@ -228,14 +223,19 @@ def serve_stream(
 ) -> None:
     """Price ``pricing.requests`` into ``pricing.decisions`` as a consumer-group service."""
     from events.admin import create_topics
-    from pricestream.wiring import build_scorer
+    from pricestream.app import build_serving_path
+    from pricestream.commands.common import stoppable
+    from pricing.scorer import Scorer
     from pricing.stream import StreamScorerConfig
     from pricing.stream import run as run_stream
 
     s = settings()
     create_topics(s.kafka())
-    scorer = build_scorer(s)
-    stats = run_stream(StreamScorerConfig(kafka=s.kafka(), batch_size=batch_size), scorer, max_idle_s=max_idle)
+    # the stream runtime publishes the decisions it serves; the path publishes only shadow ones
+    with build_serving_path(s, publish="shadow") as path, stoppable() as stop:
+        scorer = cast(Scorer, path.scorer)  # RolloutScorer has the price_batch surface run() uses
+        stats = run_stream(StreamScorerConfig(kafka=s.kafka(), batch_size=batch_size), scorer,
+                           stop_event=stop, max_idle_s=max_idle)
     out.print(
         f"decisions {stats.decisions}, dead-lettered {stats.dead_lettered}, tiers {dict(stats.by_tier)}, "
         f"{stats.throughput:,.0f} requests/s while busy"
@@ -279,12 +279,32 @@ def audit_verify(
 
     target = path or settings().audit()
     result = verify(target)
+    last = f"last intact entry: seq {result.last_seq} at {result.last_timestamp or '-'}, hash {result.last_hash[:12]}"
     if not result.ok and result.first_bad_position is None:
         fail(f"audit log {target}: {result.reason}")
     if not result.ok:
         fail(f"audit log {target}: chain broken at line {result.first_bad_position}: {result.reason} "
-             f"({result.entries} entries intact before it)")
-    out.print(f"audit log {target}: {result.entries} entries, hash chain intact")
+             f"({result.entries} entries intact before it; {last})")
+    out.print(f"audit log {target}: {result.entries} entries, hash chain intact; {last}")
+
+
+@audit_app.command("repair")
+def audit_repair(
+    path: Annotated[Path | None, typer.Argument(envvar="PRICESTREAM_AUDIT_LOG", help="audit log (default: settings)")]
+    = None,
+) -> None:
+    """Cut a torn last line (a crash in the middle of a write) off the log; its bytes are saved aside."""
+    from pricing.audit import repair
+
+    target = path or settings().audit()
+    if not target.exists():
+        fail(f"audit log {target}: no such file")
+    result = repair(target)
+    if result.dropped_bytes == 0:
+        out.print(f"audit log {target}: no torn last line; nothing to repair (last seq {result.last_seq})")
+        return
+    out.print(f"audit log {target}: cut {result.dropped_bytes} bytes of a torn last line (saved to "
+              f"{result.saved_to}); last intact entry seq {result.last_seq}")
 
 
 @app.command()

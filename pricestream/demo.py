@@ -48,11 +48,10 @@ from feedback.services.sampler_service import SamplerService, SamplerServiceConf
 from feedback.services.trainer_service import Snapshot, TrainerService, TrainerServiceConfig
 from infra.processes import end_tree
 from pipelines.config import FeatureJobConfig
+from pricestream.app import ServingPath, build_serving_path
 from pricestream.settings import Settings
-from pricestream.wiring import build_scorer
-from pricing.audit import AuditLog
 from pricing.errors import PricingError
-from pricing.scorer import Scorer, ScorerConfig
+from pricing.scorer import ScorerConfig
 from pricing.training import train_bundle
 
 _BOOTSTRAP_ROWS = 20_000  # enough for a stable first model, trained in seconds
@@ -131,7 +130,7 @@ class _Loop:
     work: Path
     market: Market
     registry: ModelRegistry
-    scorer: Scorer
+    serving: ServingPath
     labels: LabelService
     sampler: SamplerService
     trainer: TrainerService
@@ -177,10 +176,10 @@ def _start(settings: Settings, *, hotels: int, seed: int, say: Progress) -> _Loo
     writer = threading.Thread(target=run_writer, args=(features,), kwargs={"stop_event": writer_stop}, daemon=True)
     writer.start()
     market_rules(market, work / "rules.yaml")
-    scorer = _scorer(settings, features, registry, work, snapshot.snapshot_id)
+    serving = _serving_path(settings, features, registry, work, snapshot.snapshot_id)
     prefix = kafka.topic_prefix
     return _Loop(
-        settings, kafka, features, work, market, registry, scorer,
+        settings, kafka, features, work, market, registry, serving,
         # Group and transactional ids carry the run's prefix: with the services' defaults, any other
         # process using them (a test, a second demo) fences this run's transactions mid-loop.
         LabelService(
@@ -271,13 +270,20 @@ def market_rules(market: Market, path: Path) -> Path:
     return path
 
 
-def _scorer(settings: Settings, features: FeaturesConfig, registry: ModelRegistry, work: Path, snap: str) -> Scorer:
-    """The shared scorer wiring, pointed at this run's registry, rules and feature project."""
-    run_settings = settings.model_copy(update={"registry_root": registry.root, "rules_file": work / "rules.yaml"})
-    return build_scorer(
-        run_settings,
-        feature_source=RedisFeatureSource(features),
-        audit=AuditLog(work / "audit" / "decisions.jsonl"),
+def _serving_path(
+    settings: Settings, features: FeaturesConfig, registry: ModelRegistry, work: Path, snap: str
+) -> ServingPath:
+    """The serving path of :mod:`pricestream.app`, pointed at this run's registry, rules, audit and rollout.
+
+    The demo publishes its decisions itself (stamped with the simulated request time), so the path publishes none.
+    """
+    run_settings = settings.model_copy(update={
+        "registry_root": registry.root, "rules_file": work / "rules.yaml",
+        "audit_log": work / "audit" / "decisions.jsonl", "rollout_state": work / "rollout" / "rollout.json",
+        "router_state": work / "router" / "thresholds.json",
+    })
+    return build_serving_path(
+        run_settings, publish="none", feature_source=RedisFeatureSource(features),
         config=ScorerConfig(snapshot_id=snap, stale_after_s=None),
     )
 
@@ -294,7 +300,7 @@ def _one_day(loop: _Loop, start: datetime, *, seed: int, report: DemoReport, say
             channel=offer.channel, event_time=offer.at,  # type: ignore[arg-type]
         )
         # decided at the (simulated) request time, so the label join's horizon runs from there
-        decision = loop.scorer.price(request).model_copy(update={"event_time": offer.at})
+        decision = loop.serving.scorer.price(request).model_copy(update={"event_time": offer.at})
         decision = _explore(loop.market, decision, rng)
         decisions.append(decision)
         recent[(offer.hotel_id, offer.room_type, offer.stay_date)] = str(decision.decision_id)
@@ -388,7 +394,7 @@ def _learn(loop: _Loop, report: DemoReport, say: Progress) -> str:
         return _serving(loop)
     if getattr(outcome, "promoted", False):
         report.promotions += 1
-        loop.scorer.reload_from(loop.registry)
+        loop.serving.follower.step()  # now, not at the next poll: the next day prices with it
     elif getattr(outcome, "reason", None):
         report.rejections.append(str(outcome.reason))
     return _serving(loop)
@@ -431,6 +437,7 @@ def _serving(loop: _Loop) -> str:
 
 
 def _stop(loop: _Loop) -> None:
+    loop.serving.close()
     loop.writer_stop.set()
     loop.writer.join(timeout=30)
     end_tree(loop.job)

@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -20,6 +21,9 @@ from events.config import KafkaConfig
 from features.config import FeaturesConfig
 from infra.config import REPO_ROOT, StackConfig
 from pipelines.config import FeatureJobConfig
+
+if TYPE_CHECKING:
+    from routing.delivery import DeliveryConfig
 
 
 class Settings(BaseSettings):
@@ -53,6 +57,18 @@ class Settings(BaseSettings):
     seed: int = 7
     reload_interval_s: float = Field(default=5.0, gt=0)
     bootstrap_rows: int = Field(default=6000, ge=200)
+    audit_flush_interval_s: float = Field(default=1.0, ge=0)
+    """An audit entry is on disk at most this long after its decision (also while idle); 0: every decision."""
+    follow_interval_s: float = Field(default=0.2, gt=0)
+    """How often a server re-reads the rollout state, the registry generation and the router thresholds."""
+    router_state: Path | None = None
+    recalibrate: bool = False
+    """Drift alerts of the monitor move the serving router's thresholds (``DriftAwareRecalibration``)."""
+    recalibrate_cooldown_s: float = Field(default=3600.0, ge=0)
+    trainer_promotion: Literal["swap", "rollout"] = "swap"
+    """What the trainer does with a model that passed its gate: promote it now, or start a rollout of it."""
+    canary_share: float = Field(default=0.05, gt=0.0, lt=1.0)
+    rollout_min_samples: int = Field(default=30, ge=1)
 
     def stack(self) -> StackConfig:
         return StackConfig(
@@ -92,6 +108,17 @@ class Settings(BaseSettings):
     def rollout(self) -> Path:
         """State file of progressive delivery (``pricestream rollout ...``)."""
         return self.rollout_state or self.data_dir / "rollout" / "rollout.json"
+
+    def router_thresholds(self) -> Path:
+        """State file of the serving router's thresholds (written by recalibration, followed by servers)."""
+        return self.router_state or self.data_dir / "router" / "thresholds.json"
+
+    def delivery(self) -> DeliveryConfig:
+        """Progressive delivery settings: the state file, the canary share and the gates' sample floor."""
+        from routing.delivery import DeliveryConfig, GateLimits
+
+        return DeliveryConfig(state_path=self.rollout(), canary_share=self.canary_share,
+                              limits=GateLimits(min_samples=self.rollout_min_samples))
 
     def features(self) -> FeaturesConfig:
         """Feature-store settings (Feast project, Redis, offline store, snapshots) under the data dir."""

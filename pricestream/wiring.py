@@ -1,4 +1,7 @@
-"""Wiring: a ready :class:`~pricing.scorer.Scorer` from settings, shared by ``serve``, the demo and services.
+"""Wiring: a ready :class:`~pricing.scorer.Scorer` from settings, for the composition root.
+
+:mod:`pricestream.app` (``build_serving_path``) is the only caller on a serving path: it puts
+progressive delivery, the audit log and the decision publisher around this scorer.
 
 :func:`build_scorer` loads the rules file, reads features from Redis (Feast's layout, through
 :class:`features.online_source.RedisFeatureSource`) and takes the light and heavy models that the
@@ -23,21 +26,18 @@ Example:
 from __future__ import annotations
 
 import tempfile
-import threading
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from events.models import PricingDecision, PricingRequest
 from feedback.registry import Entry, ModelRegistry
 from pricestream.settings import Settings
 from pricing.feature_source import FeatureSource
 from pricing.models import DemandModelConfig
 from pricing.rules import RuleSet
-from pricing.scorer import Scorer, ScorerConfig
+from pricing.scorer import DecisionCallback, DecisionSink, Scorer, ScorerConfig
 from routing.router import TieredRouter
 
 Progress = Callable[[str, int, int], None]
@@ -119,8 +119,8 @@ def build_scorer(
     settings: Settings,
     *,
     feature_source: FeatureSource | None = None,
-    audit: Any = None,
-    on_decision: Callable[[PricingRequest, PricingDecision], None] | None = None,
+    audit: DecisionSink | None = None,
+    on_decision: DecisionCallback | None = None,
     router: TieredRouter | None = None,
     models: BootstrapModels | None = None,
     on_progress: Progress | None = None,
@@ -156,17 +156,3 @@ def build_scorer(
     )
     scorer.reload_from(registry)
     return scorer
-
-
-def start_reloader(
-    scorer: Scorer, registry: ModelRegistry, *, interval_s: float, stop: threading.Event
-) -> threading.Thread:
-    """A daemon thread that hot-swaps the scorer's models whenever the registry's generation moves."""
-
-    def loop() -> None:
-        while not stop.wait(interval_s):
-            scorer.reload_from(registry)
-
-    thread = threading.Thread(target=loop, name="pricestream-model-reloader", daemon=True)
-    thread.start()
-    return thread

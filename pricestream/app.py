@@ -1,0 +1,311 @@
+"""The composition root of the serving path: the one place that assembles it.
+
+``pricestream serve`` (HTTP), ``pricestream serve-stream`` (Kafka) and the demo all call
+:func:`build_serving_path`; nothing else wires a scorer. The path is::
+
+    Scorer (rules -> router -> light | heavy, from pricestream.wiring.build_scorer)
+      -> RolloutScorer (shadow / canary / blend / full, following the rollout state file)
+      -> AuditLog (every served decision, durable within settings.audit_flush_interval_s)
+      -> DecisionPublisher (pricing.decisions, each decision with its arm and propensity)
+
+A :class:`Follower` thread re-reads, every ``settings.follow_interval_s`` (200 ms), the
+three files that other processes write: the rollout state (``pricestream rollout ...``),
+the registry's generation (``models promote / rollback``, the trainer) and the router
+thresholds (drift recalibration). A change takes effect on the next request, no restart.
+
+:meth:`ServingPath.close` stops the follower, finishes the background (shadow) pricings,
+then closes the audit log (flush + fsync) and flushes the publisher: the HTTP server calls
+it from its shutdown hook, after the last in-flight request was answered.
+
+Example:
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from pricing.feature_source import MemoryFeatureSource
+    >>> from pricestream.wiring import BootstrapModels
+    >>> s = Settings(state_dir=Path(tempfile.mkdtemp()), bootstrap_rows=300)
+    >>> path = build_serving_path(s, publish="none", feature_source=MemoryFeatureSource(),
+    ...                           models=BootstrapModels(light_trees=5, heavy_members=2, heavy_trees=5))
+    >>> from datetime import date, datetime, timezone
+    >>> from events.models import PricingRequest
+    >>> d = path.scorer.price(PricingRequest(hotel_id="h1", room_type="std", stay_date=date(2026, 12, 24),
+    ...                                      event_time=datetime(2026, 12, 1, tzinfo=timezone.utc)))
+    >>> d.arm, d.propensity
+    ('incumbent', 1.0)
+    >>> path.close()
+    >>> from pricing.audit import verify
+    >>> verify(s.audit()).entries
+    1
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from events.models import PricingDecision, PricingRequest, dumps
+from feedback.registry import ModelRegistry
+from pricestream.settings import Settings
+from pricestream.wiring import BootstrapModels, Progress, build_scorer
+from pricing.audit import AuditLog
+from pricing.feature_source import FeatureSource
+from pricing.rollout import RolloutScorer
+from pricing.scorer import Scorer, ScorerConfig
+from routing.delivery import StateStore
+from routing.router import TieredRouter
+from routing.threshold_state import ThresholdStore
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+__all__ = ["DecisionPublisher", "Follower", "Publish", "ServingPath", "build_serving_path", "http_app", "serve_http"]
+
+log = logging.getLogger(__name__)
+
+Publish = Literal["all", "shadow", "none"]
+"""What the path publishes to ``pricing.decisions``: every decision (HTTP serving), only the
+shadow ones (the stream scorer publishes what it serves itself), or nothing."""
+
+
+class DecisionPublisher:
+    """Publishes decisions to ``pricing.decisions`` (idempotent producer, ``acks=all``), keyed by hotel.
+
+    Args:
+        settings: where Kafka is.
+        shadow_only: publish only the background (``*-shadow``) decisions.
+    """
+
+    def __init__(self, settings: Settings, *, shadow_only: bool = False) -> None:
+        from events.producer import Producer
+
+        self.shadow_only = shadow_only
+        self.producer = Producer(settings.kafka(), topic="pricing.decisions")
+
+    def __call__(self, request: PricingRequest, decision: PricingDecision) -> None:
+        del request
+        if self.shadow_only and not decision.arm.endswith("-shadow"):
+            return
+        self.producer.send_raw(decision.hotel_id.encode(), dumps(decision))
+
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Wait until the broker acknowledged every decision sent (raises ``DeliveryError`` if not)."""
+        self.producer.flush(timeout_s)
+
+
+class _Watched:
+    """A file whose (mtime, size, inode) changed since the last look."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._seen: tuple[int, int, int] | None = None
+
+    def changed(self) -> bool:
+        try:
+            st = self.path.stat()
+            mark: tuple[int, int, int] | None = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except FileNotFoundError:
+            mark = None
+        if mark == self._seen:
+            return False
+        self._seen = mark
+        return True
+
+
+@dataclass
+class Follower:
+    """Keeps a running path in step with the files other processes write (see the module docstring)."""
+
+    rollout: RolloutScorer
+    registry: ModelRegistry
+    delivery_state: StateStore
+    thresholds: ThresholdStore
+    load_candidate: Callable[[str], Scorer]
+    interval_s: float
+    errors: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def __post_init__(self) -> None:
+        self._rollout_file = _Watched(self.delivery_state.path)
+        self._threshold_file = _Watched(self.thresholds.path)
+
+    def step(self) -> None:
+        """One look at the three sources; a failure is kept in ``errors`` and retried next time."""
+        for name, action in (("registry", self._models), ("rollout", self._rollout),
+                             ("thresholds", self._thresholds)):
+            try:
+                action()
+            except Exception as exc:  # noqa: BLE001 - a dead follower would freeze serving on a stale state
+                message = f"{name}: {exc}"
+                if not self.errors or self.errors[-1] != message:
+                    log.warning("serving path cannot follow %s", message)
+                    self.errors.append(message)
+                    del self.errors[:-20]
+
+    def _models(self) -> None:
+        self.rollout.arms.incumbent.reload_from(self.registry)
+
+    def _rollout(self) -> None:
+        if self._rollout_file.changed():
+            state = self.delivery_state.load()
+            if state is not None:
+                self.rollout.follow(state, load=self.load_candidate)
+
+    def _thresholds(self) -> None:
+        if self._threshold_file.changed():
+            state = self.thresholds.load()
+            if state is not None:
+                for scorer in (self.rollout.arms.incumbent, self.rollout.arms.candidate):
+                    if scorer is not None:
+                        scorer.router.thresholds = state.thresholds
+
+    def start(self) -> None:
+        self.step()
+        self._thread = threading.Thread(target=self._loop, name="pricestream-follower", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.step()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+
+@dataclass
+class ServingPath:
+    """The assembled serving path: serve through ``scorer``; :meth:`close` once at shutdown."""
+
+    scorer: RolloutScorer
+    audit: AuditLog | None
+    publisher: DecisionPublisher | None
+    follower: Follower
+    _closed: bool = False
+
+    def close(self) -> None:
+        """Stop following, finish background pricings, make the audit durable, flush the publisher."""
+        if self._closed:
+            return
+        self._closed = True
+        self.follower.stop()
+        self.scorer.close()
+        if self.audit is not None:
+            self.audit.close()
+        if self.publisher is not None:
+            self.publisher.close()
+
+    def __enter__(self) -> ServingPath:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def candidate_loader(incumbent: Scorer, registry: ModelRegistry) -> Callable[[str], Scorer]:
+    """``load(version)``: the incumbent with that version's model in its tier, its own router copy."""
+
+    def load(version: str) -> Scorer:
+        from pricing.tiers import load_pricer
+
+        entry = registry.show(version)
+        pricer = load_pricer(entry.path)
+        light, heavy = incumbent.light, incumbent.heavy
+        if entry.tier == "light":
+            light = pricer
+        else:
+            heavy = pricer
+        return Scorer(incumbent.config, rules=incumbent.rules, feature_source=incumbent.feature_source,
+                      light=light, heavy=heavy, router=TieredRouter(incumbent.router.thresholds),
+                      stats=incumbent.stats)
+
+    return load
+
+
+def build_serving_path(
+    settings: Settings,
+    *,
+    audit: bool = True,
+    publish: Publish = "all",
+    feature_source: FeatureSource | None = None,
+    config: ScorerConfig | None = None,
+    models: BootstrapModels | None = None,
+    on_progress: Progress | None = None,
+    audit_path: Path | None = None,
+) -> ServingPath:
+    """Assemble the serving path from settings and start following the rollout, registry and thresholds.
+
+    Args:
+        settings: registry, rules, Redis, Kafka, audit and rollout paths, follow interval.
+        audit: write served decisions to the audit log (``audit_path``, default ``settings.audit()``).
+        publish: which decisions go to ``pricing.decisions`` (see :data:`Publish`).
+        feature_source: the online features (Redis through ``settings.features()`` when None).
+        config: the scorer's settings (the deadline from ``settings`` when None).
+        models: size of the bootstrap pair trained when the registry has none promoted.
+        on_progress: progress of loading (and a bootstrap training).
+    """
+    registry = ModelRegistry(settings.registry())
+    incumbent = build_scorer(settings, feature_source=feature_source, models=models, on_progress=on_progress,
+                             config=config)
+    log_file = AuditLog(audit_path or settings.audit(), fsync_interval_s=settings.audit_flush_interval_s) \
+        if audit else None
+    publisher = None if publish == "none" else DecisionPublisher(settings, shadow_only=publish == "shadow")
+    rollout = RolloutScorer(incumbent, config=settings.delivery(), on_decision=publisher, audit=log_file)
+    follower = Follower(
+        rollout=rollout, registry=registry, delivery_state=StateStore(settings.rollout()),
+        thresholds=ThresholdStore(settings.router_thresholds()), load_candidate=candidate_loader(incumbent, registry),
+        interval_s=settings.follow_interval_s,
+    )
+    follower.start()
+    return ServingPath(scorer=rollout, audit=log_file, publisher=publisher, follower=follower)
+
+
+def http_app(path: ServingPath) -> FastAPI:
+    """The pricing API (:func:`pricing.service.create_app`) over ``path``, closing it at shutdown.
+
+    Uvicorn runs the lifespan's exit after its graceful shutdown answered every in-flight
+    request, and before it re-raises the SIGTERM that stopped it: so every decision returned
+    to a caller is audited (fsynced) and acknowledged by Kafka before the process exits.
+    """
+    from pricing.service import create_app
+
+    # RolloutScorer has the scorer surface create_app uses (price, price_batch, health, config, stats)
+    api = create_app(cast(Scorer, path.scorer))
+    inner = api.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[Any]:
+        async with inner(app) as state:
+            try:
+                yield state
+            finally:
+                path.close()
+
+    api.router.lifespan_context = lifespan
+    return api
+
+
+def _stopped(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM after uvicorn's own graceful shutdown: the path is closed, so return and exit 0."""
+    del signum, frame
+
+
+def serve_http(path: ServingPath, *, host: str, port: int) -> None:
+    """Serve ``path`` over HTTP until SIGTERM / SIGINT; the path is closed when this returns."""
+    import uvicorn
+
+    previous = signal.signal(signal.SIGTERM, _stopped) if threading.current_thread() is threading.main_thread() \
+        else None
+    try:
+        uvicorn.run(http_app(path), host=host, port=port, log_level="warning")
+    finally:
+        path.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
