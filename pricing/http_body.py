@@ -122,11 +122,11 @@ def _clip(text: str) -> str:
 
 def safe_value(value: Any) -> Any:
     """``value`` as something strict JSON can carry: finite numbers and short valid text as they are,
-    anything else as a short string (``"NaN"``, ``'[1, 2]'``, ``"<integer of 5000 digits>"``).
+    anything else as a short string (``"NaN"``, ``'[1, 2]'``, ``"1e+20"``, ``"<integer of 5000 digits>"``).
 
     Example:
-        >>> safe_value(float("nan")), safe_value(2), safe_value("\\ud800"), safe_value(10**40)
-        ('nan', 2, '\\\\ud800', '<integer of 41 digits>')
+        >>> safe_value(float("nan")), safe_value(2), safe_value("\\ud800"), safe_value(10**20), safe_value(10**40)
+        ('nan', 2, '\\\\ud800', '100000000000000000000', '<integer of 41 digits>')
     """
     if value is None or isinstance(value, bool):
         return value
@@ -149,9 +149,12 @@ def safe_value(value: Any) -> Any:
 
 
 def _big_int(value: int) -> str:
+    """Up to 40 digits, the number as text (exact, whatever the reader's floats); beyond, its size."""
     bits = value.bit_length()
-    digits = len(str(abs(value))) if bits < 14_000 else f"about {int(bits * math.log10(2)) + 1}"
-    return f"<integer of {digits} digits>"
+    if bits > 14_000:  # str() would be refused past 4300 digits
+        return f"<integer of about {int(bits * math.log10(2)) + 1} digits>"
+    text = str(value)
+    return text if len(text.lstrip("-")) <= 40 else f"<integer of {len(text.lstrip('-'))} digits>"
 
 
 def _text_safe(value: Any, depth: int = 0) -> Any:

@@ -203,8 +203,13 @@ def feature_probe(source: Any) -> Probe:
 
 
 def default_probes(scorer: Any) -> dict[str, Probe]:
-    """The scorer's feature source, named after its class (``RedisFeatureSource`` -> ``redis``)."""
+    """The scorer's feature source, named after its class (``RedisFeatureSource`` -> ``redis``).
+
+    A rollout serves through arms that share the incumbent's source: that one is probed.
+    """
     source = getattr(scorer, "feature_source", None)
+    if source is None:
+        source = getattr(getattr(getattr(scorer, "arms", None), "incumbent", None), "feature_source", None)
     if source is None:
         return {}
     name = type(source).__name__.removesuffix("FeatureSource").lower() or "feature_store"
