@@ -3,10 +3,11 @@
 A consumer-group service (scale out by running more instances of the same group, up to
 the partition count of ``pricing.requests``). One loop step:
 
-1. poll up to ``batch_size`` records (``read_committed``) through
-   :class:`events.consumer.EventConsumer`; a record that is not a valid
-   :class:`~events.models.PricingRequest` goes to ``pricing.requests.dlq`` with the five
-   DLQ headers (source topic, partition, offset, error class, message);
+1. poll up to ``batch_size`` records (``read_committed``) through the one stream runtime
+   (:mod:`events.runtime`, :class:`ScoreStep` plugged in); a record that is not a valid
+   :class:`~events.models.PricingRequest`, or that the scorer cannot price, goes to
+   ``pricing.requests.dlq`` with the five DLQ headers (source topic, partition, offset,
+   error class, message) and the service goes on;
 2. price the valid ones with one ``Scorer.price_batch`` call (one pipelined feature read);
 3. produce one :class:`~events.models.PricingDecision` per request to ``pricing.decisions``,
    keyed by ``hotel_id``, and wait until the broker acknowledged every one of them;
@@ -31,25 +32,27 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from prometheus_client import CollectorRegistry
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from events.config import KafkaConfig
-from events.consumer import EventConsumer
-from events.errors import DeliveryError, EventValidationError
+from events.errors import EventValidationError
 from events.models import PricingDecision, PricingRequest, dumps, to_validation_error
-from events.producer import Producer
+from events.runtime import BatchContext, DeliveryFailed, Output, Record, Runtime, RuntimeConfig, Step
 from pricing.errors import PricingError
 from pricing.scorer import Scorer
 
-__all__ = ["StreamScorerConfig", "StreamScorerError", "StreamStats", "parse_request", "run"]
+__all__ = [
+    "ScoreStep", "StreamScorerConfig", "StreamScorerError", "StreamStats", "parse_request", "run", "runtime_config",
+]
 
 
 class StreamScorerError(PricingError):
@@ -152,28 +155,63 @@ def parse_request(raw: bytes | str) -> PricingRequest:
         raise to_validation_error(exc) from exc
 
 
-class _Publisher:
-    """Produces decisions and waits for their acknowledgement, raising if any failed."""
+class ScoreStep(Step[PricingRequest]):
+    """The stream scorer as an at-least-once runtime step: requests in, one decision each out.
 
-    def __init__(self, config: StreamScorerConfig) -> None:
-        self._timeout = config.delivery_timeout_s
-        self.producer = Producer(config.kafka, topic=config.decisions_topic)
+    A request the scorer cannot price (``record_errors``) is isolated by the runtime and
+    dead-lettered; the rest of its batch is priced.
+    """
 
-    def publish(self, decisions: list[PricingDecision]) -> None:
-        failed_before = self.producer.stats.failed
-        for decision in decisions:
-            # built by the scorer through the validating constructor: no second validation pass
-            self.producer.send_raw(decision.hotel_id.encode(), dumps(decision))
-        try:
-            self.producer.flush(self._timeout)
-        except DeliveryError as exc:
-            msg = f"decisions_topic {self.producer.topic!r}: {exc}; input offsets not committed"
-            raise StreamScorerError(msg) from exc
-        failed = self.producer.stats.failed - failed_before
-        if failed:
-            errors = self.producer.stats.errors[-3:]
-            msg = f"decisions_topic {self.producer.topic!r}: {failed} of {len(decisions)} not delivered ({errors})"
-            raise StreamScorerError(msg)
+    record_errors = (ValueError, TypeError, ArithmeticError)
+
+    def __init__(self, config: StreamScorerConfig, scorer: Scorer) -> None:
+        self.config = config
+        self.scorer = scorer
+        self.stats = StreamStats()
+        self._first: float | None = None
+
+    def parse(self, record: Record[bytes]) -> PricingRequest:
+        return parse_request(record.value)
+
+    def process(self, batch: Sequence[Record[PricingRequest]], ctx: BatchContext | None) -> list[Output]:
+        started = time.perf_counter()
+        if self._first is None:
+            self._first = started
+        decisions = self.scorer.price_batch([r.value for r in batch], deadline_ms=self.config.deadline_ms)
+        # built by the scorer through the validating constructor: no second validation pass
+        outs = [Output(self.config.decisions_topic, d.hotel_id.encode(), dumps(d)) for d in decisions]
+        self.stats.count(decisions)
+        ended = time.perf_counter()
+        self.stats.busy_s += ended - started
+        self.stats.active_s = ended - self._first
+        return outs
+
+    def health(self) -> dict[str, str | None]:
+        """The scorer's feature source, probed the way ``serve``'s ``/healthz`` probes it."""
+        from pricing.service import default_probes  # the HTTP layer owns the probe; imported only when asked
+
+        out: dict[str, str | None] = {}
+        for name, probe in default_probes(self.scorer).items():
+            try:
+                probe()
+                out[name] = None
+            except Exception as exc:  # noqa: BLE001 - a probe reports any failure; /healthz itself must answer
+                out[name] = f"down: {type(exc).__name__}: {exc}"
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {"decisions": self.stats.decisions, "by_tier": dict(self.stats.by_tier),
+                "degraded": self.stats.degraded}
+
+
+def runtime_config(config: StreamScorerConfig, **overrides: Any) -> RuntimeConfig:
+    """Runtime settings of the stream scorer (at-least-once, group ``group_id``) plus ``overrides``."""
+    fields: dict[str, Any] = {
+        "name": "serve-stream", "kafka": config.kafka, "inputs": (config.requests_topic,),
+        "group_id": config.group_id, "max_batch": config.batch_size, "poll_timeout_s": config.poll_timeout_s,
+        "delivery_timeout_s": config.delivery_timeout_s,
+    }
+    return RuntimeConfig.model_validate(fields | overrides)
 
 
 def run(
@@ -182,6 +220,8 @@ def run(
     *,
     stop_event: threading.Event | None = None,
     max_idle_s: float | None = None,
+    runtime: RuntimeConfig | None = None,
+    registry: CollectorRegistry | None = None,
 ) -> StreamStats:
     """Price ``pricing.requests`` into ``pricing.decisions`` until stopped or idle.
 
@@ -190,44 +230,22 @@ def run(
         scorer: the routed scorer (one instance, batched calls).
         stop_event: set it to stop after the current batch.
         max_idle_s: return once no record arrived for this long (``None``: only ``stop_event`` stops).
+        runtime: runtime settings (ops port, grace, ...); ``None``: :func:`runtime_config` of ``config``.
+        registry: Prometheus registry of the runtime's series.
 
     Raises:
         StreamScorerError: decisions could not be delivered; that batch's offsets are not committed.
     """
-    stats = StreamStats()
-    stop = stop_event or threading.Event()
-    publisher = _Publisher(config)
-    consumer = EventConsumer(
-        config.kafka, topic=config.requests_topic, group_id=config.group_id, parse=parse_request
-    )
-
-    first_batch: list[float] = []
-
-    def handle(requests: list[PricingRequest]) -> None:
-        started = time.perf_counter()
-        if not first_batch:
-            first_batch.append(started)
-        decisions = scorer.price_batch(requests, deadline_ms=config.deadline_ms)
-        publisher.publish(decisions)  # raises before EventConsumer.process commits
-        stats.count(decisions)
-        stats.busy_s += time.perf_counter() - started
-
-    began = idle_since = time.monotonic()
+    step = ScoreStep(config, scorer)
+    rc = runtime or runtime_config(config, max_idle_s=max_idle_s)
+    began = time.monotonic()
     try:
-        while not stop.is_set():
-            n = consumer.process(handle, max_records=config.batch_size, timeout_s=config.poll_timeout_s)
-            if n:
-                stats.polled += n
-                stats.batches += 1
-                idle_since = time.monotonic()
-                if first_batch:
-                    stats.active_s = time.perf_counter() - first_batch[0]
-            elif max_idle_s is not None and time.monotonic() - idle_since >= max_idle_s:
-                break
+        totals = Runtime(rc, step, registry=registry, stop_event=stop_event).run()
+    except DeliveryFailed as exc:
+        msg = f"decisions_topic {config.kafka.topic(config.decisions_topic)!r}: {exc}"
+        raise StreamScorerError(msg) from exc
     finally:
-        stats.dead_lettered = consumer.stats.dead_lettered
-        stats.elapsed_s = time.monotonic() - began
-        consumer.close()
-        with contextlib.suppress(DeliveryError):  # already reported by publish(); do not mask it
-            publisher.producer.flush(config.delivery_timeout_s)
-    return stats
+        step.stats.elapsed_s = time.monotonic() - began
+    step.stats.polled, step.stats.batches, step.stats.dead_lettered = totals.consumed, totals.batches, \
+        totals.dead_lettered
+    return step.stats

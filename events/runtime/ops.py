@@ -12,8 +12,8 @@ Example:
     >>> try:
     ...     urllib.request.urlopen(f"http://127.0.0.1:{server.port}/healthz")
     ... except urllib.error.HTTPError as exc:
-    ...     body = json.loads(exc.read())
-    >>> body["status"], body["down"], exc.code
+    ...     code, body = exc.code, json.loads(exc.read())
+    >>> body["status"], body["down"], code
     ('degraded', ['redis'], 503)
     >>> server.close()
 """

@@ -1,13 +1,14 @@
 """Label service: ``pricing.decisions`` ⋈ outcomes on ``behaviour.events`` -> ``feedback.labels``, exactly once.
 
-One process reads every partition of both topics (read_committed), feeds the
+A :class:`~events.runtime.Step` on the one stream runtime (transactional mode, every partition of
+both topics in one process, read_committed). It feeds the
 pure :class:`~feedback.labels.LabelJoiner`, and moves its watermark to the
 highest event time seen minus ``allowed_lateness`` (while some partitions lag,
 the lowest max among them, so a topic read ahead of the other cannot expire
 decisions whose outcomes are still unread). Each batch's labels, its
 dead letters and the input offsets commit in one Kafka transaction; the
 joiner's state is checkpointed with the offsets that transaction commits (see
-:mod:`feedback.services.kafka_io`), so a restart resumes from the state that
+:mod:`events.runtime.checkpoints`), so a restart resumes from the state that
 matches the committed output: no duplicate and no missing label.
 
 Decisions carry the pricing features but not the request side of the model
@@ -33,12 +34,13 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Message
+from prometheus_client import CollectorRegistry
 from pydantic import BaseModel, ConfigDict, Field
 
 from events.config import KafkaConfig
@@ -52,9 +54,21 @@ from events.models import (
     PricingRequest,
     dumps,
 )
+from events.runtime import (
+    BatchContext,
+    Checkpoints,
+    Offsets,
+    Output,
+    Record,
+    Runtime,
+    RuntimeConfig,
+    Step,
+    offset_key,
+    split_key,
+)
 from feedback.differences import DifferenceCounter, DifferenceRules
 from feedback.labels import LabelJoiner
-from feedback.services.kafka_io import TransactionalStage, drive, parse_record
+from feedback.services.kafka_io import parse_record
 from pricing.vectorize import request_values
 
 DECISIONS = "pricing.decisions"
@@ -132,66 +146,67 @@ def with_request_features(decision: PricingDecision) -> PricingDecision:
     return decision.model_copy(update={"features": {**decision.features, **extra}})
 
 
-class LabelService(TransactionalStage):
-    """The label join as a Kafka consume-transform-produce stage.
+class LabelService(Step[Any]):
+    """The label join as a transactional runtime step (every partition of both inputs in one instance).
 
     Args:
         config: settings; a restart with the same ``checkpoint_dir``, ``group_id`` and
             ``transactional_id`` resumes where the last committed batch ended.
+        runtime: runtime settings (``None``: :func:`runtime_config` of ``config``).
+        registry: Prometheus registry of the runtime's series.
+        stop_event: set it to stop :meth:`run` after the batch in hand.
     """
 
-    def __init__(self, config: LabelServiceConfig) -> None:
+    def __init__(self, config: LabelServiceConfig, *, runtime: RuntimeConfig | None = None,
+                 registry: CollectorRegistry | None = None, stop_event: threading.Event | None = None) -> None:
         self.config = config
         self.joiner = LabelJoiner(config.horizon, grace=config.grace)
         self.differences = DifferenceCounter(config.differences)
+        self.checkpoints = Checkpoints(config.checkpoint_dir)
+        self.restored_seq: int | None = None
+        self._seq = 0
         self._max_time: dict[str, datetime] = {}
-        self._decisions_topic = config.kafka.topic(DECISIONS)
-        super().__init__(
-            config.kafka,
-            inputs=(DECISIONS, BEHAVIOUR),
-            group_id=config.group_id,
-            transactional_id=config.transactional_id,
-            checkpoint_dir=config.checkpoint_dir,
-        )
         self._batch = LabelBatchStats()
+        self.totals = LabelRunStats()
+        self.runtime = Runtime(runtime or runtime_config(config), self, registry=registry, stop_event=stop_event)
+        self.totals.restored_seq = self.restored_seq
 
     def process_batch(self, *, before_commit: Any = None) -> LabelBatchStats:
         """Poll, join and commit one batch (labels and offsets in one transaction)."""
         self._batch = LabelBatchStats()
-        self.step(max_records=self.config.max_batch, timeout_s=self.config.poll_timeout_s, before_commit=before_commit)
+        result = self.runtime.batch(before_commit=before_commit)
+        self._batch.consumed, self._batch.dead_lettered = result.consumed, result.dead_lettered
         self._batch.watermark = self.joiner.watermark
         return self._batch
 
-    # ------------------------------------------------------------------ transform
-    def _transform(self, msgs: list[Message]) -> int:
-        stats = self._batch
-        stats.consumed = len(msgs)
-        for msg in msgs:
-            for label, price_paid in self._one(msg):
-                self._emit(label, price_paid)
-        watermark = self._watermark()
-        if watermark is not None:
-            for label in self.joiner.advance(watermark):
-                self._emit(label, None)
-        return stats.labels + stats.dead_lettered
+    def close(self) -> None:
+        self.runtime.close()
 
-    def _one(self, msg: Message) -> list[tuple[OutcomeLabel, float | None]]:
-        from_decisions = msg.topic() == self._decisions_topic
-        source = DECISIONS if from_decisions else BEHAVIOUR
-        try:
-            event = parse_record(msg.value())
-            kind = getattr(event, "event_type", None)
-            if from_decisions and not isinstance(event, PricingDecision):
-                field_name = "event_type"
-                raise EventValidationError(field_name, kind, "'pricing_decision'")
-            if not from_decisions and kind not in BEHAVIOUR_TYPES:
-                field_name = "event_type"
-                raise EventValidationError(field_name, kind, f"one of {list(BEHAVIOUR_TYPES)}")
-        except EventValidationError as exc:
-            self.writer.dead_letter(source, msg, exc)
-            self._batch.dead_lettered += 1
-            return []
-        part = f"{msg.topic()}:{msg.partition()}"
+    # ------------------------------------------------------------------ step
+    def parse(self, record: Record[bytes]) -> Any:
+        event = parse_record(record.value)
+        kind = getattr(event, "event_type", None)
+        field_name = "event_type"
+        if record.topic == DECISIONS and not isinstance(event, PricingDecision):
+            raise EventValidationError(field_name, kind, "'pricing_decision'")
+        if record.topic != DECISIONS and kind not in BEHAVIOUR_TYPES:
+            raise EventValidationError(field_name, kind, f"one of {list(BEHAVIOUR_TYPES)}")
+        return event
+
+    def process(self, batch: Sequence[Record[Any]], ctx: BatchContext | None) -> list[Output]:
+        outs: list[Output] = []
+        for record in batch:
+            for label, price_paid in self._one(record):
+                outs.append(self._emit(label, price_paid))
+        watermark = self._watermark(ctx)
+        if watermark is not None:
+            outs += [self._emit(label, None) for label in self.joiner.advance(watermark)]
+        self.totals.labels += len(outs)
+        return outs
+
+    def _one(self, record: Record[Any]) -> list[tuple[OutcomeLabel, float | None]]:
+        event = record.value
+        part = offset_key(record.topic, record.partition)
         if part not in self._max_time or event.event_time > self._max_time[part]:
             self._max_time[part] = event.event_time
         if isinstance(event, PricingDecision):
@@ -207,7 +222,7 @@ class LabelService(TransactionalStage):
         self._batch.ignored += 1
         return []
 
-    def _watermark(self) -> datetime | None:
+    def _watermark(self, ctx: BatchContext | None) -> datetime | None:
         """Event time minus ``allowed_lateness``: the lowest per-partition max among partitions that still
         have data to read, or the highest max once every partition is caught up.
 
@@ -216,26 +231,43 @@ class LabelService(TransactionalStage):
         """
         if not self._max_time:
             return None
-        lagging = [t for k, t in self._max_time.items() if not self.reader.caught_up(k)]
+        lagging = [t for k, t in self._max_time.items() if ctx is not None and not ctx.caught_up(*split_key(k))]
         top = min(lagging) if lagging else max(self._max_time.values())
         return top - self.config.allowed_lateness
 
-    def _emit(self, label: OutcomeLabel, price_paid: float | None) -> None:
-        self.writer.produce(LABELS, label.key.encode(), dumps(label))
+    def _emit(self, label: OutcomeLabel, price_paid: float | None) -> Output:
         self.differences.update(label, price_paid=price_paid)
         self._batch.labels += 1
         self._batch.by_reason[label.reason] += 1
+        return Output(LABELS, label.key.encode(), dumps(label))
 
     # ------------------------------------------------------------------ state
-    def _state(self) -> dict[str, Any]:
-        return {
-            "joiner": self.joiner.state_dict(),
-            "max_time": {k: v.isoformat() for k, v in self._max_time.items()},
-        }
+    def restore(self, committed: Mapping[str, int]) -> Offsets | None:
+        state = self.checkpoints.restore(committed)
+        if state is not None:
+            self.restored_seq = self._seq = int(state["_seq"])
+            self.joiner.load_state(state["joiner"])
+            self._max_time = {k: datetime.fromisoformat(v) for k, v in state["max_time"].items()}
+        return None
 
-    def _load_state(self, state: dict[str, Any]) -> None:
-        self.joiner.load_state(state["joiner"])
-        self._max_time = {k: datetime.fromisoformat(v) for k, v in state["max_time"].items()}
+    def checkpoint(self, offsets: Mapping[str, int]) -> None:
+        self._seq += 1
+        state = {"joiner": self.joiner.state_dict(), "max_time": {k: v.isoformat() for k, v in self._max_time.items()}}
+        self.checkpoints.save(self._seq, offsets, state)
+
+    def describe(self) -> dict[str, Any]:
+        watermark = self.joiner.watermark
+        return {"labels": self.totals.labels, "watermark": None if watermark is None else watermark.isoformat()}
+
+
+def runtime_config(config: LabelServiceConfig, **overrides: Any) -> RuntimeConfig:
+    """Runtime settings of the label service (transactional, every partition) plus ``overrides``."""
+    fields: dict[str, Any] = {
+        "name": "labels", "kafka": config.kafka, "inputs": (DECISIONS, BEHAVIOUR), "group_id": config.group_id,
+        "mode": "transactional", "assignment": "all_partitions", "transactional_id": config.transactional_id,
+        "max_batch": config.max_batch, "poll_timeout_s": config.poll_timeout_s,
+    }
+    return RuntimeConfig.model_validate(fields | overrides)
 
 
 def run(
@@ -243,20 +275,17 @@ def run(
     *,
     stop_event: threading.Event | None = None,
     max_idle_s: float | None = None,
+    runtime: RuntimeConfig | None = None,
+    registry: CollectorRegistry | None = None,
 ) -> LabelRunStats:
     """Run the label service until ``stop_event`` is set or the inputs were idle for ``max_idle_s``."""
-    service = LabelService(config)
-    out = LabelRunStats(restored_seq=service.restored_seq)
-
-    def tally(batch: LabelBatchStats) -> None:
-        out.batches += 1
-        out.consumed += batch.consumed
-        out.labels += batch.labels
-        out.dead_lettered += batch.dead_lettered
-
+    rc = runtime or runtime_config(config, max_idle_s=max_idle_s)
+    service = LabelService(config, runtime=rc, registry=registry, stop_event=stop_event)
+    out = service.totals
     try:
-        out.elapsed_s = drive(service.process_batch, tally, stop_event=stop_event, max_idle_s=max_idle_s)
+        totals = service.runtime.run()
     finally:
         out.differences = service.differences.summary()
-        service.close()
+    out.batches, out.consumed, out.dead_lettered = totals.batches, totals.consumed, totals.dead_lettered
+    out.elapsed_s = totals.busy_s
     return out

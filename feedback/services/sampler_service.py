@@ -30,19 +30,20 @@ import hashlib
 import math
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from confluent_kafka import Message
+from prometheus_client import CollectorRegistry
 from pydantic import BaseModel, ConfigDict, Field
 
 from events.config import KafkaConfig
 from events.errors import EventValidationError
 from events.models import OutcomeLabel, dumps
+from events.runtime import BatchContext, Checkpoints, Offsets, Output, Record, Runtime, RuntimeConfig, Step
 from feedback.fisher import FisherSampler
 from feedback.online import OnlineDemandModel
 from feedback.registry import ModelRegistry
@@ -56,7 +57,7 @@ from feedback.samplers import (
     Selected,
     UncertaintySampler,
 )
-from feedback.services.kafka_io import TransactionalStage, drive, parse_record
+from feedback.services.kafka_io import parse_record
 from pricing.tiers import HeavyPricer, LightPricer, load_pricer
 from pricing.vectorize import LIGHT_COLUMNS, frame_matrix, input_columns
 
@@ -188,33 +189,38 @@ def make_sampler(strategy: Strategy, config: SamplerConfig) -> Sampler:
     return kinds[strategy](config)
 
 
-class SamplerService(TransactionalStage):
-    """Active sampling of labels as a Kafka consume-transform-produce stage.
+class SamplerService(Step[OutcomeLabel]):
+    """Active sampling of labels as a transactional runtime step.
 
     Args:
         config: settings; a restart with the same ids and ``checkpoint_dir`` resumes exactly once.
+        runtime: runtime settings (``None``: :func:`runtime_config` of ``config``).
+        registry: Prometheus registry of the runtime's series.
+        stop_event: set it to stop :meth:`run` after the batch in hand.
     """
 
-    def __init__(self, config: SamplerServiceConfig) -> None:
+    def __init__(self, config: SamplerServiceConfig, *, runtime: RuntimeConfig | None = None,
+                 registry: CollectorRegistry | None = None, stop_event: threading.Event | None = None) -> None:
         self.config = config
         self.sampler = make_sampler(config.strategy, config.sampler)
         self.committee = Committee(registry_root=config.registry_root, online_model_path=config.online_model_path)
+        self.checkpoints = Checkpoints(config.checkpoint_dir)
+        self.restored_seq: int | None = None
+        self._seq = 0
         self._used: dict[int, int] = {}
-        super().__init__(
-            config.kafka,
-            inputs=(LABELS,),
-            group_id=config.group_id,
-            transactional_id=config.transactional_id,
-            checkpoint_dir=config.checkpoint_dir,
-        )
         self._batch = SamplerBatchStats()
+        self.selected = 0
+        self.runtime = Runtime(runtime or runtime_config(config), self, registry=registry, stop_event=stop_event)
 
     def process_batch(self, *, before_commit: Any = None) -> SamplerBatchStats:
         """Poll, score, sample and commit one batch (examples and offsets in one transaction)."""
         self._batch = SamplerBatchStats()
-        self.committee.refresh()
-        self.step(max_records=self.config.max_batch, timeout_s=self.config.poll_timeout_s, before_commit=before_commit)
+        result = self.runtime.batch(before_commit=before_commit)
+        self._batch.consumed, self._batch.dead_lettered = result.consumed, result.dead_lettered
         return self._batch
+
+    def close(self) -> None:
+        self.runtime.close()
 
     def decide(self, label: OutcomeLabel, opinions: tuple[float, ...]) -> Selected | None:
         """Select (or not) one label: deterministic draw, then the per-period budget."""
@@ -232,23 +238,20 @@ class SamplerService(TransactionalStage):
             del self._used[old]  # bounded: the current and the previous period only
         return Selected(cand, 1.0 / q, q, self.sampler.informativeness(cand), self.sampler.strategy)
 
-    # ------------------------------------------------------------------ transform
-    def _transform(self, msgs: list[Message]) -> int:
-        self._batch.consumed = len(msgs)
-        labels: list[OutcomeLabel] = []
-        for msg in msgs:
-            try:
-                event = parse_record(msg.value())
-                if not isinstance(event, OutcomeLabel):
-                    field_name = "event_type"
-                    raise EventValidationError(field_name, getattr(event, "event_type", None), "'label'")
-            except EventValidationError as exc:
-                self.writer.dead_letter(LABELS, msg, exc)
-                self._batch.dead_lettered += 1
-                continue
-            labels.append(event)
+    # ------------------------------------------------------------------ step
+    def parse(self, record: Record[bytes]) -> OutcomeLabel:
+        event = parse_record(record.value)
+        if not isinstance(event, OutcomeLabel):
+            field_name = "event_type"
+            raise EventValidationError(field_name, getattr(event, "event_type", None), "'label'")
+        return event
+
+    def process(self, batch: Sequence[Record[OutcomeLabel]], ctx: BatchContext | None) -> list[Output]:
+        self.committee.refresh()
+        labels = [r.value for r in batch]
         scored = list(zip(labels, self.committee.opinions(labels), strict=True))
         self.sampler.observe([Candidate.from_label(label, committee=opinions) for label, opinions in scored])
+        outs: list[Output] = []
         for label, opinions in scored:
             chosen = self.decide(label, opinions)
             if chosen is None:
@@ -257,17 +260,36 @@ class SamplerService(TransactionalStage):
             example = example.model_copy(
                 update={"event_id": uuid.uuid5(_EXAMPLE_NAMESPACE, f"{label.decision_id}:{label.revision}")}
             )
-            self.writer.produce(EXAMPLES, example.key.encode(), dumps(example))
+            outs.append(Output(EXAMPLES, example.key.encode(), dumps(example)))
             self._batch.selected += 1
             self._batch.sum_weights += chosen.weight
-        return self._batch.selected + self._batch.dead_lettered
+        self.selected += len(outs)
+        return outs
 
     # ------------------------------------------------------------------ state
-    def _state(self) -> dict[str, Any]:
-        return {"used": {str(k): v for k, v in self._used.items()}}
+    def restore(self, committed: Mapping[str, int]) -> Offsets | None:
+        state = self.checkpoints.restore(committed)
+        if state is not None:
+            self.restored_seq = self._seq = int(state["_seq"])
+            self._used = {int(k): int(v) for k, v in state["used"].items()}
+        return None
 
-    def _load_state(self, state: dict[str, Any]) -> None:
-        self._used = {int(k): int(v) for k, v in state["used"].items()}
+    def checkpoint(self, offsets: Mapping[str, int]) -> None:
+        self._seq += 1
+        self.checkpoints.save(self._seq, offsets, {"used": {str(k): v for k, v in self._used.items()}})
+
+    def describe(self) -> dict[str, Any]:
+        return {"selected": self.selected, "models": self.committee.versions}
+
+
+def runtime_config(config: SamplerServiceConfig, **overrides: Any) -> RuntimeConfig:
+    """Runtime settings of the sampler (transactional, every partition of ``feedback.labels``) plus ``overrides``."""
+    fields: dict[str, Any] = {
+        "name": "sampler", "kafka": config.kafka, "inputs": (LABELS,), "group_id": config.group_id,
+        "mode": "transactional", "assignment": "all_partitions", "transactional_id": config.transactional_id,
+        "max_batch": config.max_batch, "poll_timeout_s": config.poll_timeout_s,
+    }
+    return RuntimeConfig.model_validate(fields | overrides)
 
 
 def run(
@@ -275,20 +297,14 @@ def run(
     *,
     stop_event: threading.Event | None = None,
     max_idle_s: float | None = None,
+    runtime: RuntimeConfig | None = None,
+    registry: CollectorRegistry | None = None,
 ) -> SamplerRunStats:
     """Run the sampler until ``stop_event`` is set or ``feedback.labels`` was idle for ``max_idle_s``."""
-    service = SamplerService(config)
+    rc = runtime or runtime_config(config, max_idle_s=max_idle_s)
+    service = SamplerService(config, runtime=rc, registry=registry, stop_event=stop_event)
     out = SamplerRunStats(restored_seq=service.restored_seq)
-
-    def tally(batch: SamplerBatchStats) -> None:
-        out.batches += 1
-        out.consumed += batch.consumed
-        out.selected += batch.selected
-        out.dead_lettered += batch.dead_lettered
-
-    try:
-        out.elapsed_s = drive(service.process_batch, tally, stop_event=stop_event, max_idle_s=max_idle_s)
-        out.models = service.committee.versions
-    finally:
-        service.close()
+    totals = service.runtime.run()
+    out.batches, out.consumed, out.dead_lettered = totals.batches, totals.consumed, totals.dead_lettered
+    out.selected, out.elapsed_s, out.models = service.selected, totals.busy_s, service.committee.versions
     return out

@@ -36,27 +36,26 @@ import pickle
 import shutil
 import tempfile
 import threading
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
+from prometheus_client import CollectorRegistry
 from pydantic import BaseModel, ConfigDict, Field
 
 from events.config import KafkaConfig
-from events.consumer import dlq_headers
 from events.errors import EventValidationError
 from events.models import TrainingExample
-from events.producer import Producer
+from events.runtime import BatchContext, Offsets, Output, Record, Runtime, RuntimeConfig, Step
 from feedback.continued import GuardConfig, guarded_update, predict
 from feedback.errors import FeedbackError
 from feedback.online import OnlineDemandModel, OnlineModelConfig
 from feedback.poisoning import PoisonConfig, PoisonGuard
 from feedback.registry import Entry, ModelRegistry
-from feedback.services.kafka_io import InputReader, parse_record
+from feedback.services.kafka_io import parse_record
 from pricing.models import DemandModelConfig
 from pricing.training import load_boosters, train_bundle
 from pricing.vectorize import frame_matrix
@@ -155,15 +154,20 @@ def example_row(example: TrainingExample) -> dict[str, Any]:
     }
 
 
-class TrainerService:
-    """Online learning on every example, guarded batch updates into the registry.
+class TrainerService(Step[TrainingExample]):
+    """Online learning on every example, guarded batch updates into the registry (an at-least-once runtime step).
 
     Args:
         config: settings.
         snapshot: the newest snapshot, or a callable returning it (called per update).
+        runtime: runtime settings (``None``: :func:`runtime_config` of ``config``).
+        registry: Prometheus registry of the runtime's series.
+        stop_event: set it to stop :meth:`run` after the batch in hand.
     """
 
-    def __init__(self, config: TrainerServiceConfig, *, snapshot: SnapshotSource) -> None:
+    def __init__(self, config: TrainerServiceConfig, *, snapshot: SnapshotSource,
+                 runtime: RuntimeConfig | None = None, registry: CollectorRegistry | None = None,
+                 stop_event: threading.Event | None = None) -> None:
         self.config = config
         self.registry = ModelRegistry(config.registry_root)
         self._snapshot = snapshot
@@ -171,10 +175,9 @@ class TrainerService:
         self.online = OnlineDemandModel(config.online)
         self.guard = PoisonGuard(config.poison, quarantine_dir=config.state_dir / "quarantine")
         self.buffer: list[dict[str, Any]] = []
-        self._reader = InputReader(config.kafka, topics=(EXAMPLES,), group_id=config.group_id)
-        self._dlq = Producer(config.kafka, topic=f"{EXAMPLES}.dlq")
-        offsets = self._restore()
-        self._reader.assign(offsets)
+        self._batch = TrainerBatchStats()
+        self.totals = TrainerRunStats()
+        self.runtime = Runtime(runtime or runtime_config(config), self, registry=registry, stop_event=stop_event)
 
     @property
     def online_model_path(self) -> Path:
@@ -183,31 +186,32 @@ class TrainerService:
 
     def process_batch(self) -> TrainerBatchStats:
         """Poll, learn online, maybe run a guarded update, checkpoint state and offsets."""
-        stats = TrainerBatchStats()
-        msgs = self._reader.poll(max_records=self.config.max_batch, timeout_s=self.config.poll_timeout_s)
-        if not msgs:
-            return stats
-        stats.consumed = len(msgs)
-        for msg in msgs:
-            try:
-                example = parse_record(msg.value())
-                if not isinstance(example, TrainingExample):
-                    field_name = "event_type"
-                    raise EventValidationError(field_name, getattr(example, "event_type", None), "'training_example'")
-            except EventValidationError as exc:
-                self._dlq.send_raw(msg.key() or b"", msg.value() or b"", headers=dlq_headers(msg, exc))
-                stats.dead_lettered += 1
-                continue
+        self._batch = TrainerBatchStats()
+        result = self.runtime.batch()
+        self._batch.consumed, self._batch.dead_lettered = result.consumed, result.dead_lettered
+        self._batch.buffered = len(self.buffer)
+        return self._batch
+
+    # ------------------------------------------------------------------ step
+    def parse(self, record: Record[bytes]) -> TrainingExample:
+        example = parse_record(record.value)
+        if not isinstance(example, TrainingExample):
+            field_name = "event_type"
+            raise EventValidationError(field_name, getattr(example, "event_type", None), "'training_example'")
+        return example
+
+    def process(self, batch: Sequence[Record[TrainingExample]], ctx: BatchContext | None) -> list[Output]:
+        for record in batch:
+            example = record.value
             self.online.learn_one({**example.features, "price": example.price}, example.label, weight=example.weight)
             self.buffer.append(example_row(example))
-            stats.learned += 1
+        self._batch.learned += len(batch)
+        self.totals.learned += len(batch)
         del self.buffer[: max(0, len(self.buffer) - self.config.max_buffer)]
         if len(self.buffer) >= self.config.train_every:
-            stats.update = self.train_now()
-        stats.buffered = len(self.buffer)
-        self._dlq.flush()
-        self._checkpoint()
-        return stats
+            self._batch.update = self.train_now()
+            self.totals.updates.append(self._batch.update)
+        return []
 
     def train_now(self) -> UpdateOutcome:
         """Run the poison guard and the guarded update on the buffer now; the buffer is consumed."""
@@ -236,8 +240,7 @@ class TrainerService:
         return self._register(current, batch, result.train_frame, result.chosen, result.metrics, snapshot)
 
     def close(self) -> None:
-        self._dlq.close()
-        self._reader.close()
+        self.runtime.close()
 
     # ------------------------------------------------------------------ internals
     def _register(
@@ -286,9 +289,12 @@ class TrainerService:
             fh.write(json.dumps(line, default=str) + "\n")
         return outcome
 
-    def _checkpoint(self) -> None:
-        """Online model, guard, buffer and input offsets in one atomically replaced file."""
-        offsets = dict(self._reader.next_offsets)
+    def checkpoint(self, offsets: Mapping[str, int]) -> None:
+        """Online model, guard, buffer and input offsets in one atomically replaced file.
+
+        The group's committed offsets follow (for lag monitoring); this file is the source of truth.
+        """
+        offsets = dict(offsets)
         state = {"offsets": offsets, "online": self.online, "guard": self.guard, "buffer": self.buffer}
         fd, tmp = tempfile.mkstemp(dir=self.config.state_dir, prefix=".ckpt-")
         with os.fdopen(fd, "wb") as fh:
@@ -297,9 +303,9 @@ class TrainerService:
             os.fsync(fh.fileno())
         os.replace(tmp, self.config.state_dir / CHECKPOINT)
         self.online.save(self.online_model_path)
-        self._reader.commit(offsets)  # for lag monitoring; the checkpoint is the source of truth
 
-    def _restore(self) -> dict[str, int]:
+    def restore(self, committed: Mapping[str, int]) -> Offsets | None:
+        """The checkpoint's offsets (from the beginning without one: the group's commit is not the truth)."""
         path = self.config.state_dir / CHECKPOINT
         if not path.exists():
             return {}
@@ -312,31 +318,28 @@ class TrainerService:
         return dict(state["offsets"])
 
 
+def runtime_config(config: TrainerServiceConfig, **overrides: Any) -> RuntimeConfig:
+    """Runtime settings of the trainer (at-least-once, every partition, checkpointed offsets) plus ``overrides``."""
+    fields: dict[str, Any] = {
+        "name": "trainer", "kafka": config.kafka, "inputs": (EXAMPLES,), "group_id": config.group_id,
+        "assignment": "all_partitions", "max_batch": config.max_batch, "poll_timeout_s": config.poll_timeout_s,
+    }
+    return RuntimeConfig.model_validate(fields | overrides)
+
+
 def run(
     config: TrainerServiceConfig,
     *,
     snapshot: SnapshotSource,
     stop_event: threading.Event | None = None,
     max_idle_s: float | None = None,
+    runtime: RuntimeConfig | None = None,
+    registry: CollectorRegistry | None = None,
 ) -> TrainerRunStats:
     """Run the trainer until ``stop_event`` is set or ``training.examples`` was idle for ``max_idle_s``."""
-    service = TrainerService(config, snapshot=snapshot)
-    out = TrainerRunStats()
-    start = idle_since = time.perf_counter()
-    try:
-        while stop_event is None or not stop_event.is_set():
-            batch = service.process_batch()
-            now = time.perf_counter()
-            if batch.consumed:
-                idle_since = now
-                out.batches += 1
-                out.consumed += batch.consumed
-                out.learned += batch.learned
-                if batch.update is not None:
-                    out.updates.append(batch.update)
-            elif max_idle_s is not None and now - idle_since >= max_idle_s:
-                break
-        out.elapsed_s = idle_since - start
-    finally:
-        service.close()
+    rc = runtime or runtime_config(config, max_idle_s=max_idle_s)
+    service = TrainerService(config, snapshot=snapshot, runtime=rc, registry=registry, stop_event=stop_event)
+    totals = service.runtime.run()
+    out = service.totals
+    out.batches, out.consumed, out.elapsed_s = totals.batches, totals.consumed, totals.busy_s
     return out
