@@ -25,6 +25,7 @@ from datetime import date, datetime
 import redis
 
 from events.catalog import ALL_FEATURES, HOTEL_KEYS, STAY_KEYS, VIEWS, derive
+from events.redact import redact, redact_exception
 from features.config import FeaturesConfig
 from features.layout import decode_double, decode_ts, redis_key, view_fields
 from features.online_writer import redis_client
@@ -81,7 +82,7 @@ class RedisFeatureSource:
                     pipe.hmget(redis_key(HOTEL_KEYS, (hotel_id,), self._project), _HOTEL_FIELDS)
                 replies = pipe.execute()
         except redis.RedisError as exc:
-            msg = f"Redis at {self.config.redis_url!r} could not be read: {type(exc).__name__}: {exc}"
+            msg = f"Redis at {redact(self.config.redis_url)!r} could not be read: {redact_exception(exc)}"
             raise FeatureStoreUnavailable(msg) from exc
         return [_decode(replies[i], replies[i + 1]) for i in range(0, len(replies), 2)]
 
