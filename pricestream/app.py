@@ -257,7 +257,8 @@ def build_serving_path(
     log_file = AuditLog(audit_path or settings.audit(), fsync_interval_s=settings.audit_flush_interval_s) \
         if audit else None
     publisher = None if publish == "none" else DecisionPublisher(settings, shadow_only=publish == "shadow")
-    rollout = RolloutScorer(incumbent, config=settings.delivery(), on_decision=publisher, audit=log_file)
+    rollout = RolloutScorer(incumbent, config=settings.delivery(), on_decision=publisher, audit=log_file,
+                            pair_share=settings.rollout_pair_share)
     follower = Follower(
         rollout=rollout, registry=registry, delivery_state=StateStore(settings.rollout()),
         thresholds=ThresholdStore(settings.router_thresholds()), load_candidate=candidate_loader(incumbent, registry),

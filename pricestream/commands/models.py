@@ -82,9 +82,9 @@ def models_rollback(tier: Annotated[str, typer.Argument(help="light or heavy")])
 
 # ---------------------------------------------------------------------------------------------- rollout
 def _controller() -> RolloutController:
-    from routing.delivery import DeliveryConfig, RolloutController
+    from routing.delivery import RolloutController
 
-    return RolloutController(DeliveryConfig(state_path=settings().rollout()))
+    return RolloutController(settings().delivery())
 
 
 def _check_version(controller: RolloutController, version: str) -> None:
@@ -135,19 +135,29 @@ def rollout_advance(
     ] = None,
     requests: Annotated[int, typer.Option(envvar="PRICESTREAM_REPLAY_REQUESTS", min=30)] = 400,
     seed: Annotated[int | None, typer.Option(envvar="PRICESTREAM_SEED")] = None,
+    source: Annotated[str, typer.Option(envvar="PRICESTREAM_EVIDENCE_SOURCE", help="live or replay")] = "live",
 ) -> None:
     """Run the gates of the current stage and move on, or abort naming the failed gate.
 
-    Evidence comes from ``--evidence`` (a JSON object with the ``routing.delivery.Evidence`` arrays,
-    e.g. collected from live traffic) or, by default, from a seeded simulator replay: both models
-    price the same requests (paired prices, candidate latency) and outcomes are drawn from the truth.
+    Evidence comes from ``--evidence`` (a JSON object with the ``routing.delivery.Evidence`` arrays),
+    or by default (``--source live``) from the running system's streams since the stage began: the
+    served and shadow decisions on ``pricing.decisions`` (paired prices, candidate latency) and
+    ``feedback.labels`` (bookings and revenue per arm). ``--source replay`` uses a seeded simulator
+    replay instead: both models price the same requests and outcomes are drawn from the truth.
     """
+    if source not in ("live", "replay"):
+        fail(f"--source: got {source!r}, expected 'live' or 'replay'")
     controller = _controller()
     _check_version(controller, version)
     state = controller.status()
-    evidence = _read_evidence(evidence_file) if evidence_file else _replay_evidence(
-        version, state.incumbent_version, n=requests, seed=settings().seed if seed is None else seed
-    )
+    if evidence_file:
+        evidence = _read_evidence(evidence_file)
+    elif source == "live":
+        evidence = _live_evidence(controller)
+    else:
+        evidence = _replay_evidence(
+            version, state.incumbent_version, n=requests, seed=settings().seed if seed is None else seed
+        )
     result = controller.advance(evidence)
     for r in result.results:
         out.print(("[green]pass[/green] " if r.passed else "[red]FAIL[/red] ") + r.message)
@@ -176,6 +186,24 @@ def rollout_abort(
     if was_full and live is not None and live.version == version:
         registry.rollback(tier)
     out.print(f"rollout of {version} aborted ({reason}); incumbent {state.incumbent_version} serves")
+
+
+def _live_evidence(controller: RolloutController) -> Evidence:
+    from pricestream.commands.monitoring import read_records
+    from routing.delivery.live import live_evidence
+
+    state = controller.status()
+    since = state.history[-1].at if state.history else None
+    kafka = settings().kafka()
+    with err.status(f"reading {kafka.topic('pricing.decisions')} and {kafka.topic('feedback.labels')}"):
+        decisions = read_records(kafka, "pricing.decisions")
+        labels = read_records(kafka, "feedback.labels")
+    evidence = live_evidence(decisions, labels, since=since)
+    sizes = [np.asarray(a if a is not None else []).size
+             for a in (evidence.incumbent_prices, evidence.candidate_booked, evidence.incumbent_booked)]
+    err.print(f"live evidence since {since.isoformat() if since else 'the start'}: {sizes[0]} paired prices, "
+              f"{sizes[1]} candidate and {sizes[2]} incumbent outcomes")
+    return evidence
 
 
 def _read_evidence(path: Path) -> Evidence:

@@ -25,10 +25,14 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from events.catalog import ALL_FEATURES
+
+if TYPE_CHECKING:
+    from events.config import KafkaConfig
 
 SHARE_BUCKET = "1h"
 """Tier shares and flip rates are reported per hour of decisions: coarse enough to be stable."""
@@ -159,3 +163,39 @@ def rollout_weights(history: Sequence[object]) -> list[tuple[datetime, Mapping[s
     """``[(time, {incumbent, candidate})]`` from a rollout state's history."""
     return [(h.at, {"incumbent": 1.0 - h.candidate_weight, "candidate": h.candidate_weight})  # type: ignore[attr-defined]
             for h in history]
+
+
+def read_records(config: KafkaConfig, topic: str, *, timeout_s: float = 10.0) -> list[dict]:
+    """Every JSON record of a registry topic, read from the start to the high watermarks at the call.
+
+    For the reports and gates that look at a short run's decisions and labels; a topic that does
+    not exist yet reads as empty.
+    """
+    import uuid
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    name = config.topic(topic)
+    consumer = Consumer({"bootstrap.servers": config.bootstrap_servers, "group.id": f"pricestream-read-{uuid.uuid4()}",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    records: list[dict] = []
+    try:
+        meta = consumer.list_topics(name, timeout=timeout_s).topics.get(name)
+        if meta is None or meta.error is not None or not meta.partitions:
+            return records
+        parts = [TopicPartition(name, p, 0) for p in meta.partitions]
+        left = {p.partition: end for p in parts if (end := consumer.get_watermark_offsets(p, timeout=timeout_s)[1])}
+        consumer.assign(parts)
+        while left:
+            msg = consumer.poll(timeout_s)
+            if msg is None:
+                break
+            if msg.error() is not None:
+                continue
+            records.append(json.loads(msg.value() or b"null"))
+            partition, offset = int(msg.partition() or 0), int(msg.offset() or 0)
+            if offset + 1 >= left.get(partition, 0):
+                left.pop(partition, None)
+    finally:
+        consumer.close()
+    return records
