@@ -15,10 +15,12 @@ a timezone, e.g. 2026-11-30T12:00:00Z
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -151,15 +153,50 @@ def kv_table(pairs: Iterable[tuple[str, object]], *, title: str | None = None) -
     return table(("field", "value"), pairs, title=title)
 
 
+EXIT_GRACE_EXCEEDED = 75
+"""Exit code of a service that did not stop within its grace period (it is ended; nothing was committed late)."""
+
+
 @contextmanager
-def stoppable() -> Iterator[threading.Event]:
-    """An event set by SIGINT/SIGTERM, so a service finishes its batch and commits before it stops."""
+def stoppable(grace_s: float | None = None) -> Iterator[threading.Event]:
+    """An event set by SIGINT/SIGTERM, so a service finishes its batch and commits before it stops.
+
+    With ``grace_s``, a process still running that long after the signal is ended with
+    :data:`EXIT_GRACE_EXCEEDED` (what it had not committed is replayed by the next start).
+    """
     stop = threading.Event()
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def asked(signum: int, frame: object) -> None:
+        if not stop.is_set() and grace_s is not None:
+            threading.Thread(target=_end_after, args=(grace_s, signum), name="grace", daemon=True).start()
+        stop.set()
+
     for sig in previous:
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, asked)
     try:
         yield stop
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _end_after(grace_s: float, signum: int) -> None:
+    time.sleep(grace_s)
+    logging.getLogger("pricestream").error(
+        "grace period exceeded", extra={"event": "grace_exceeded", "grace_s": grace_s, "signal": signum})
+    logging.shutdown()
+    os._exit(EXIT_GRACE_EXCEEDED)
+
+
+def json_logs(level: int = logging.INFO) -> None:
+    """Log JSON lines on stderr (``python-json-logger``): one object per line with the record's extra fields."""
+    from pythonjsonlogger.json import JsonFormatter
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s",
+                                       rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+                                       datefmt="%Y-%m-%dT%H:%M:%S%z"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)

@@ -1,0 +1,235 @@
+"""``pricestream services run NAME``: every long-running stream service as its own OS process.
+
+Each service is a :class:`~events.runtime.Step` driven by :class:`~events.runtime.Runtime`: a
+consumer group, offsets committed after the output is durable, poison records to ``<topic>.dlq``,
+``/healthz`` (503 naming the dependency that is down) and ``/metrics`` on ``--ops-port``, JSON log
+lines on stderr with the consumer lag. SIGTERM or SIGINT finishes the batch in hand, flushes,
+commits and exits 0 within ``--grace`` seconds (past it the process ends with code 75; what it had
+not committed is replayed by the next start). The last line on stdout is a JSON summary.
+
+====================  =====================================  ======================================
+name                  reads -> writes                        delivery
+====================  =====================================  ======================================
+``online-writer``     ``features.v1`` -> Redis (Feast)       at-least-once, idempotent upserts
+``offline-writer``    ``features.v1`` -> parquet             at-least-once, manifest per flush
+``labels``            decisions + outcomes -> labels         transactional (exactly once)
+``sampler``           ``feedback.labels`` -> examples        transactional (exactly once)
+``trainer``           ``training.examples`` -> registry      at-least-once, checkpointed state
+``monitor``           ``pricing.decisions`` -> Prometheus    at-least-once
+====================  =====================================  ======================================
+
+Example:
+    >>> SERVICES.index("labels"), default_ops_port("labels", base=9460)
+    (2, 9462)
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, is_dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from pricestream.commands.common import fail, json_logs, new_app, out, settings, stoppable
+from pricestream.settings import Settings
+
+if TYPE_CHECKING:
+    from feedback.services.trainer_service import Snapshot
+
+app = new_app("Long-running stream services, one OS process each (pricestream services run NAME).")
+
+SERVICES: tuple[str, ...] = ("online-writer", "offline-writer", "labels", "sampler", "trainer", "monitor")
+"""Every service ``services run`` knows, in the order ``pricestream run`` gives them ops ports."""
+
+
+def default_ops_port(name: str, *, base: int) -> int:
+    """The ``/healthz`` + ``/metrics`` port of a service when ``--ops-port`` is not given."""
+    return base + SERVICES.index(name)
+
+
+@dataclass(frozen=True)
+class Options:
+    """What ``services run`` was asked, resolved against the settings."""
+
+    settings: Settings
+    runtime: dict[str, Any]
+    horizon: timedelta
+    strategy: str
+    tier: str
+    train_every: int
+    reference: str | None
+
+
+def _group(s: Settings, default: str) -> str:
+    """Group (and transactional) ids carry the topic prefix: two prefixed deployments never fence each other."""
+    return f"{s.topic_prefix}{default}"
+
+
+# ---------------------------------------------------------------------------------------------- runners
+def _online_writer(o: Options, stop: threading.Event) -> Any:
+    from features import online_writer
+
+    config = o.settings.features()
+    config = config.model_copy(update={"online_group": _group(o.settings, config.online_group)})
+    return online_writer.run(config, stop_event=stop, runtime=online_writer.runtime_config(config, **o.runtime))
+
+
+def _offline_writer(o: Options, stop: threading.Event) -> Any:
+    from features import offline_writer
+
+    config = o.settings.features()
+    config = config.model_copy(update={"offline_group": _group(o.settings, config.offline_group)})
+    return offline_writer.run(config, stop_event=stop, runtime=offline_writer.runtime_config(config, **o.runtime))
+
+
+def _labels(o: Options, stop: threading.Event) -> Any:
+    from feedback.services import label_service as svc
+
+    s = o.settings
+    config = svc.LabelServiceConfig(
+        kafka=s.kafka(), checkpoint_dir=s.service_dir("labels"), horizon=o.horizon,
+        group_id=_group(s, "feedback-labels"), transactional_id=_group(s, f"feedback-labels-{s.service_instance}"),
+    )
+    return svc.run(config, stop_event=stop, runtime=svc.runtime_config(config, **o.runtime))
+
+
+def _sampler(o: Options, stop: threading.Event) -> Any:
+    from feedback.samplers import SamplerConfig
+    from feedback.services import sampler_service as svc
+
+    s = o.settings
+    config = svc.SamplerServiceConfig(
+        kafka=s.kafka(), checkpoint_dir=s.service_dir("sampler"), registry_root=s.registry(),
+        online_model_path=s.service_dir("trainer") / "online.pkl", strategy=o.strategy,  # type: ignore[arg-type]
+        sampler=SamplerConfig(seed=s.seed),
+        group_id=_group(s, "feedback-sampler"), transactional_id=_group(s, f"feedback-sampler-{s.service_instance}"),
+    )
+    return svc.run(config, stop_event=stop, runtime=svc.runtime_config(config, **o.runtime))
+
+
+def _trainer(o: Options, stop: threading.Event) -> Any:
+    from feedback.services import trainer_service as svc
+
+    s = o.settings
+    config = svc.TrainerServiceConfig(
+        kafka=s.kafka(), state_dir=s.service_dir("trainer"), registry_root=s.registry(),
+        tier=o.tier,  # type: ignore[arg-type]
+        train_every=o.train_every, auto_promote=s.trainer_promotion == "swap", seed=s.seed,
+        group_id=_group(s, "feedback-trainer"),
+    )
+    return svc.run(config, snapshot=lambda: newest_training_snapshot(s), stop_event=stop,
+                   runtime=svc.runtime_config(config, **o.runtime))
+
+
+def _monitor(o: Options, stop: threading.Event) -> Any:
+    from prometheus_client import CollectorRegistry
+
+    from events.runtime import Runtime, RuntimeConfig
+    from feedback.monitors.stream import DecisionMonitor, MonitorConfig
+    from feedback.services.monitor_service import DECISIONS, MonitorServiceConfig, MonitorStep
+
+    s = o.settings
+    ref = None
+    if o.reference is not None:
+        from features.snapshots import load_snapshot
+
+        ref = load_snapshot(s.snapshots(), o.reference)
+    registry = CollectorRegistry()
+    monitor = DecisionMonitor(MonitorConfig(), registry=registry, reference=ref)
+    cfg = MonitorServiceConfig(group_id=_group(s, "pricestream-monitors"))
+    rc = RuntimeConfig.model_validate({"name": "monitor", "kafka": s.kafka(), "inputs": (DECISIONS,),
+                                       "group_id": cfg.group_id, **o.runtime})
+    stats = Runtime(rc, MonitorStep(monitor, export_every=cfg.export_every), registry=registry,
+                    stop_event=stop).run()
+    path = monitor.write_dashboard(s.reports_dir / "monitor-live.html")
+    return {**asdict(stats), "monitored": monitor.n_decisions, "dashboard": str(path)}
+
+
+RUNNERS: dict[str, Callable[[Options, threading.Event], Any]] = {
+    "online-writer": _online_writer, "offline-writer": _offline_writer, "labels": _labels,
+    "sampler": _sampler, "trainer": _trainer, "monitor": _monitor,
+}
+
+
+def newest_training_snapshot(s: Settings) -> Snapshot:
+    """The newest snapshot that is a labelled training frame; the simulator's bootstrap frame, frozen, if none is."""
+    from features.snapshots import list_snapshots, load_snapshot
+    from feedback.services.trainer_service import Snapshot
+
+    for manifest in reversed(list_snapshots(s.snapshots())):
+        frame = load_snapshot(s.snapshots(), manifest.id)
+        if "booked" in frame.columns:
+            return Snapshot(manifest.id, frame.rename(columns={"event_timestamp": "event_time"}))
+    return _bootstrap_snapshot(s)
+
+
+def _bootstrap_snapshot(s: Settings) -> Snapshot:
+    from events.simulator import Market, MarketConfig, training_frame
+    from features.snapshots import freeze
+    from feedback.services.trainer_service import Snapshot
+    from pricestream.wiring import BOOTSTRAP_DAYS, BootstrapModels
+
+    market = Market(MarketConfig(hotels=BootstrapModels().hotels, seed=s.seed))
+    frame = training_frame(market, n=s.bootstrap_rows, seed=s.seed, start=market.config.start, days=BOOTSTRAP_DAYS)
+    frozen = frame.drop(columns=["true_prob"], errors="ignore").rename(columns={"event_time": "event_timestamp"})
+    manifest = freeze(frozen, root=s.snapshots(), as_of=datetime.now(tz=UTC), definitions_hash="simulator-bootstrap")
+    return Snapshot(manifest.id, frame.drop(columns=["true_prob"], errors="ignore"))
+
+
+def _summary(name: str, stats: Any) -> str:
+    body = asdict(stats) if is_dataclass(stats) and not isinstance(stats, type) else stats
+    return json.dumps({"service": name, **body}, default=str, sort_keys=True)
+
+
+# ---------------------------------------------------------------------------------------------- command
+@app.command("run")
+def services_run(
+    name: Annotated[str, typer.Argument(help=f"one of {', '.join(SERVICES)}")],
+    ops_port: Annotated[int | None, typer.Option(
+        envvar="PRICESTREAM_OPS_PORT", min=0, max=65535,
+        help="port of /healthz and /metrics (default: PRICESTREAM_OPS_BASE_PORT + its index; 0: any)")] = None,
+    grace: Annotated[float | None, typer.Option(
+        envvar="PRICESTREAM_GRACE_S", min=0.1, help="seconds a stop may take (default: settings grace_s)")] = None,
+    max_idle: Annotated[float | None, typer.Option(
+        envvar="PRICESTREAM_MAX_IDLE", min=0.1, help="stop after this many idle seconds")] = None,
+    batch: Annotated[int | None, typer.Option(
+        envvar="PRICESTREAM_SERVICE_BATCH", min=1, help="most records per batch (default: the service's)")] = None,
+    horizon_hours: Annotated[float, typer.Option(
+        envvar="PRICESTREAM_LABEL_HORIZON_HOURS", min=0.01, help="labels: how long a decision waits for a booking")]
+    = 24.0,
+    strategy: Annotated[str, typer.Option(
+        envvar="PRICESTREAM_SAMPLER_STRATEGY", help="sampler: committee, uncertainty, margin, fisher or random")]
+    = "committee",
+    tier: Annotated[str, typer.Option(envvar="PRICESTREAM_TRAINER_TIER", help="trainer: light or heavy")] = "light",
+    train_every: Annotated[int, typer.Option(
+        envvar="PRICESTREAM_TRAINER_TRAIN_EVERY", min=1, help="trainer: examples per guarded update")] = 1000,
+    reference: Annotated[str | None, typer.Option(
+        envvar="PRICESTREAM_REFERENCE", help="monitor: snapshot id of the drift reference")] = None,
+) -> None:
+    """Run one stream service until SIGTERM / Ctrl-C (or ``--max-idle``); prints a JSON summary on exit."""
+    from events.admin import create_topics
+
+    if name not in RUNNERS:
+        fail(f"NAME: got {name!r}, expected one of {list(SERVICES)}")
+    if strategy not in ("committee", "uncertainty", "margin", "fisher", "random"):
+        fail(f"--strategy: got {strategy!r}, expected one of committee, uncertainty, margin, fisher, random")
+    if tier not in ("light", "heavy"):
+        fail(f"--tier: got {tier!r}, expected light or heavy")
+    s = settings()
+    json_logs()
+    runtime: dict[str, Any] = {
+        "ops_host": s.ops_host,
+        "ops_port": default_ops_port(name, base=s.ops_base_port) if ops_port is None else ops_port,
+        "grace_s": grace or s.grace_s, "log_every_s": s.log_every_s, "max_idle_s": max_idle,
+    }
+    if batch is not None:
+        runtime["max_batch"] = batch
+    create_topics(s.kafka())
+    options = Options(s, runtime, timedelta(hours=horizon_hours), strategy, tier, train_every, reference)
+    with stoppable(runtime["grace_s"]) as stop:
+        stats = RUNNERS[name](options, stop)
+    out.print(_summary(name, stats), soft_wrap=True, highlight=False, markup=False)
