@@ -79,16 +79,6 @@ class Settings(BaseSettings):
     """Seconds between two JSON progress lines (records, consumer lag) of a stream service."""
     service_instance: str = "0"
     """Instance id of a transactional service (its ``transactional.id`` and checkpoint directory)."""
-    ops_host: str = "127.0.0.1"
-    """Bind address of a stream service's ``/healthz`` and ``/metrics`` (``services run``, ``run``)."""
-    ops_base_port: int = Field(default=9460, gt=0, lt=65000)
-    """``pricestream run`` gives its services consecutive ops ports from here (the serve HTTP port aside)."""
-    grace_s: float = Field(default=30.0, gt=0)
-    """A stream service asked to stop (SIGTERM, SIGINT) has this long to finish its batch, flush and commit."""
-    log_every_s: float = Field(default=10.0, gt=0)
-    """Seconds between two JSON progress lines (records, consumer lag) of a stream service."""
-    service_instance: str = "0"
-    """Instance id of a transactional service (its ``transactional.id`` and checkpoint directory)."""
     rollout_pair_share: float = Field(default=0.05, ge=0.0, le=1.0)
     """Share of canary/blend requests also priced by the other arm (the paired evidence of the price gates)."""
 
@@ -126,10 +116,6 @@ class Settings(BaseSettings):
 
     def audit(self) -> Path:
         return self.audit_log or self.data_dir / "audit" / "decisions.jsonl"
-
-    def service_dir(self, name: str) -> Path:
-        """State of one stream service instance (checkpoints): ``<data>/services/<name>/<instance>``."""
-        return self.data_dir / "services" / name / self.service_instance
 
     def service_dir(self, name: str) -> Path:
         """State of one stream service instance (checkpoints): ``<data>/services/<name>/<instance>``."""
