@@ -58,6 +58,7 @@ from feedback.monitors.drift import DriftMonitor, DriftReport
 from feedback.monitors.errors import MonitorInputError
 from feedback.monitors.flips import FlipMonitor, FlipReport, input_hash
 from feedback.monitors.metrics import MonitorMetrics
+from feedback.monitors.recalibration import ThresholdRecalibrator
 
 STALE_REASON = "stale_features"
 """``degraded_reason`` prefix of a decision whose features were too old (``pricing.degraded.STALE_FEATURES``)."""
@@ -100,6 +101,8 @@ class DecisionMonitor:
         registry: Prometheus registry to export to (never the global one).
         reference: drift reference frame (a training snapshot's features); no drift checks when ``None``.
         drift_options: extra keyword arguments for :class:`~feedback.monitors.DriftMonitor`.
+        recalibrator: learns the served decisions' complexity scores and, on a drift alert, publishes
+            recalibrated router thresholds (:mod:`feedback.monitors.recalibration`); none when ``None``.
     """
 
     def __init__(
@@ -109,8 +112,10 @@ class DecisionMonitor:
         registry: CollectorRegistry,
         reference: pd.DataFrame | None = None,
         drift_options: Mapping[str, Any] | None = None,
+        recalibrator: ThresholdRecalibrator | None = None,
     ) -> None:
         self.config = config
+        self.recalibrator = recalibrator
         self.metrics = MonitorMetrics(registry)
         self._coverage = CoverageMonitor(config.window, config.staleness, features=config.features)
         self._flips = FlipMonitor()
@@ -153,6 +158,8 @@ class DecisionMonitor:
             self._arms[decision.arm] += 1
             self._latency.setdefault(decision.tier, deque(maxlen=self.config.keep)).append(decision.latency_ms)
             self.metrics.latency.labels(decision.tier).observe(decision.latency_ms / 1000.0)
+            if self.recalibrator is not None:
+                self.recalibrator.learn_one(decision.complexity)
             if self._drift is not None:
                 self._drift.update(features)
                 self._since_check += 1
@@ -210,6 +217,8 @@ class DecisionMonitor:
             self._since_check = 0
             report = self._drift.check(at=at or self.latest or datetime.now(tz=UTC))
         self.metrics.export_drift(report)
+        if self.recalibrator is not None:
+            self.recalibrator.on_report(report)
         return report
 
     def shares(self) -> tuple[dict[str, float], dict[str, float]]:

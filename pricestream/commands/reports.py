@@ -60,7 +60,7 @@ def monitor_report(
             rollout_weights_history=mon.rollout_weights(state.history if state else ()),
         )
     shares = decided["tier"].value_counts(normalize=True).round(3).to_dict()
-    alerts = [f.name for r in drift for f in r if f.alert]
+    alerts = [f.feature for r in drift for f in r if f.alert]
     out.print(f"{len(decided)} decisions, tiers {shares}, features from "
               f"{'the decisions' if decisions else 'the offline store'} ({len(feats)} rows); "
               f"drift alerts: {', '.join(alerts) or 'none'}")
@@ -85,6 +85,9 @@ def monitor_stream(
     group_id: Annotated[str, typer.Option(envvar="PRICESTREAM_MONITOR_GROUP")] = "pricestream-monitors",
     features: Annotated[str | None, typer.Option(envvar="PRICESTREAM_MONITOR_FEATURES",
                                                  help="comma-separated features to watch (default: all)")] = None,
+    recalibrate: Annotated[bool | None, typer.Option(
+        "--recalibrate/--no-recalibrate", envvar="PRICESTREAM_RECALIBRATE",
+        help="drift alerts move the serving router's thresholds (needs --reference)")] = None,
 ) -> None:
     """Live monitors over ``pricing.decisions``: Prometheus metrics while running, an HTML dashboard on exit.
 
@@ -114,7 +117,16 @@ def monitor_stream(
         ref = load_snapshot(s.snapshots(), reference)
     window = timedelta(hours=window_hours)
     config = MonitorConfig(window=window, staleness=window, features=watched)
-    monitor = DecisionMonitor(config, registry=registry, reference=ref)
+    recalibrator = None
+    if recalibrate if recalibrate is not None else s.recalibrate:
+        from feedback.monitors.recalibration import RecalibrationConfig, ThresholdRecalibrator
+        from routing.threshold_state import ThresholdStore
+
+        recalibrator = ThresholdRecalibrator(
+            RecalibrationConfig(enabled=True, cooldown=timedelta(seconds=s.recalibrate_cooldown_s)),
+            store=ThresholdStore(s.router_thresholds()))
+        err.print(f"drift alerts recalibrate the router thresholds in {s.router_thresholds()}")
+    monitor = DecisionMonitor(config, registry=registry, reference=ref, recalibrator=recalibrator)
     with stoppable() as stop, MonitorStream(s.kafka(), monitor, group_id=group_id) as stream:
         n = stream.run(stop=stop, until=until, idle_timeout_s=max_idle)
     path = monitor.write_dashboard(out_file or s.reports_dir / "monitor-live.html")
@@ -126,6 +138,10 @@ def monitor_stream(
         worst = f"; lowest coverage {report.features[f]} at {report.hotels[h]}: {1 - report.missing_share[h, f]:.2f}"
     out.print(f"{n} decisions read, {monitor.n_decisions} monitored, tiers "
               f"{ {k: round(v, 3) for k, v in tiers.items()} }{worst}")
+    if recalibrator is not None:
+        moved = "; ".join(f"{p.thresholds.rules_below:.3f}/{p.thresholds.heavy_above:.3f} ({p.reason})"
+                          for p in recalibrator.published)
+        out.print(f"recalibrations: {len(recalibrator.published)}{': ' + moved if moved else ''}")
     out.print(f"dashboard: {path}")
 
 

@@ -55,6 +55,33 @@ def test_500_http_decisions_reach_kafka_and_the_audit_log_exactly_once(served: S
     assert "500 entries, hash chain intact" in verify.stdout
 
 
+def test_a_drift_recalibration_moves_the_running_servers_tiers(served: Server) -> None:
+    from datetime import UTC, datetime
+
+    from feedback.monitors.drift import DriftReport, FeatureDrift
+    from feedback.monitors.recalibration import RecalibrationConfig, ThresholdRecalibrator
+    from pricestream.settings import Settings
+    from routing.calibration import TierShares
+    from routing.threshold_state import ThresholdStore
+
+    store = ThresholdStore(Settings(state_dir=Path(served.env["PRICESTREAM_STATE_DIR"])).router_thresholds())
+    alert = FeatureDrift("occupancy", 500, 0.9, 1e-9, 1e-9, 1.0, 1.0, True)
+
+    def recalibrate(shares: TierShares, hour: int) -> list[str]:
+        recal = ThresholdRecalibrator(RecalibrationConfig(enabled=True, shares=shares, min_samples=100), store=store)
+        for i in range(500):
+            recal.learn_one(i / 500)
+        assert recal.on_report(DriftReport(datetime(2026, 12, 1, hour, tzinfo=UTC), 500, (alert,))) is not None
+        threading.Event().wait(0.6)  # > the server's follow interval (0.2 s)
+        with httpx.Client(base_url=served.url, timeout=30.0) as client:
+            return [client.post("/v1/price", json=request_body(i)).json()["tier"] for i in range(40)]
+
+    assert set(recalibrate(TierShares(rules=1.0, light=0.0, heavy=0.0), 1)) == {"rules"}
+    assert set(recalibrate(TierShares(rules=0.0, light=0.0, heavy=1.0), 2)) == {"heavy"}
+    health = httpx.get(f"{served.url}/healthz").json()
+    assert health["thresholds"]["heavy_above"] == store.load().thresholds.heavy_above  # type: ignore[union-attr]
+
+
 def _seed_log_with_line_separators(env: dict[str, str]) -> None:
     """An audit log from before the contract refused U+2028 / U+0085 in ids (or from another writer)."""
     from pricing.audit import AuditLog
