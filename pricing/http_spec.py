@@ -4,7 +4,7 @@ The request schema is the contract model's own JSON Schema
 (:class:`~events.models.PricingRequest`), so a bound changes in one place. Two things
 the model checks outside its annotations are stated here from the same constants:
 ``schema_version`` is :data:`~events.models.SCHEMA_VERSION`, and ``event_time`` may be
-epoch milliseconds as well as ISO-8601 text. The 4xx answers share one error schema
+epoch milliseconds in the contract's range as well as ISO-8601 text. The 4xx answers share one error schema
 (:class:`ErrorBody`), ``/metrics`` is ``text/plain`` and ``/healthz`` documents its 503.
 
 Example:
@@ -28,15 +28,11 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, ConfigDict, Field
 
-from events.models import SCHEMA_VERSION, PricingRequest
+from events.models import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, SCHEMA_VERSION, PricingRequest
 from pricing.http_body import ErrorCode
 
 _REF = "#/components/schemas/{model}"
 _REQUEST_REF = {"$ref": _REF.format(model="PricingRequest")}
-
-MIN_EPOCH_MS = round(datetime.min.replace(tzinfo=UTC).timestamp() * 1000)
-MAX_EPOCH_MS = round(datetime.max.replace(tzinfo=UTC).timestamp() * 1000) - 1
-"""Epoch milliseconds a timestamp can hold (years 1 to 9999); outside them a value is a 422."""
 
 EXAMPLE = {
     "hotel_id": "h042",
@@ -116,10 +112,17 @@ def request_schemas() -> dict[str, Any]:
     event_time = props["event_time"]
     if "anyOf" not in event_time:
         text = {k: v for k, v in event_time.items() if k in ("type", "format")}
-        millis = {"type": "integer", "minimum": MIN_EPOCH_MS, "maximum": MAX_EPOCH_MS}
-        props["event_time"] = {"title": event_time.get("title", "Event Time"), "anyOf": [text, millis],
-                               "description": "ISO-8601 with an offset, or UTC epoch milliseconds"}
+        millis = {"type": "integer", "minimum": EVENT_TIME_MIN_MS, "exclusiveMaximum": EVENT_TIME_MAX_MS}
+        props["event_time"] = {
+            "title": event_time.get("title", "Event Time"), "anyOf": [text, millis],
+            "description": f"ISO-8601 with an offset, or UTC epoch milliseconds; from {_day(EVENT_TIME_MIN_MS)} "
+                           f"(included) to {_day(EVENT_TIME_MAX_MS)} (excluded), UTC",
+        }
     return {**defs, "PricingRequest": schema}
+
+
+def _day(epoch_ms: int) -> str:
+    return datetime.fromtimestamp(epoch_ms / 1000, tz=UTC).date().isoformat()
 
 
 def documented_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
