@@ -36,6 +36,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic._internal._model_construction import ModelMetaclass  # the documented way to extend it
 from pydantic_core import PydanticCustomError
 
 from events.errors import EventValidationError
@@ -48,7 +49,9 @@ CHANNELS: tuple[str, ...] = ("web", "mobile", "ota", "gds", "direct", "corporate
 Tier = Literal["rules", "light", "heavy"]
 
 
-_NUMBER = (int, float)
+ENVELOPE: tuple[str, ...] = ("event_id", "event_type", "event_time", "schema_version")
+"""Fields every record on the wire carries. Required when parsing the wire form; Python callers and
+the HTTP API may leave them to their defaults (a new id, now, the current version)."""
 
 EVENT_TIME_MIN_MS = 946_684_800_000
 """2000-01-01T00:00:00Z. Decision: no hotel event of this system predates it; the public Hotel Booking
@@ -62,8 +65,8 @@ Prices far outside a hotel's own range are *flagged* (see :mod:`events.contract`
 ID_PATTERN = r"^[^\x00-\x1f\x7f\x85\u2028\u2029]+$"
 """Identifiers are free text (the dataset's hotels are "Resort Hotel" and "City Hotel") without control
 characters or line separators: U+2028 and U+0085 in a ``hotel_id`` broke line-oriented readers (the audit log)."""
-_UUID_TEXT = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-_DATE_TEXT = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+UUID_TEXT = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+DATE_TEXT = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 
 
 def _epoch_ms(value: Any) -> datetime:
@@ -74,8 +77,12 @@ def _epoch_ms(value: Any) -> datetime:
     return datetime.fromtimestamp(value / 1000.0, tz=UTC)
 
 
-_ISO_INSTANT = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})$")
-"""The one text form of an instant the contract accepts: ISO-8601 with seconds and an explicit offset."""
+INSTANT_TEXT = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+-](0[0-9]|1[0-7]):[0-5][0-9]|[+-]18:00)$"
+)
+"""The one text form of an instant the contract accepts: ISO-8601 with seconds and an explicit offset
+(at most 18 h, the range every ISO parser we run, Python's and Java's, agrees on)."""
+_ISO_INSTANT = re.compile(INSTANT_TEXT)
 _INSTANT = "integer epoch milliseconds, or ISO-8601 text with an offset (2026-11-30T09:15:00Z)"
 
 
@@ -85,7 +92,7 @@ def _to_utc(value: Any, info: ValidationInfo) -> Any:
         return value  # the common case (our own records, re-checked before sending): nothing to convert
     if value.__class__ is int:  # bool is an int subclass, and float ms are not the wire form
         return _epoch_ms(value)
-    if isinstance(value, str) and _ISO_INSTANT.match(value):
+    if isinstance(value, str) and _ISO_INSTANT.fullmatch(value):
         try:
             value = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError as exc:
@@ -114,7 +121,7 @@ def _text_form(pattern: str, convert: Callable[[str], Any], expected: str) -> An
 
     def check(value: Any) -> Any:
         if isinstance(value, str):
-            if not compiled.match(value):
+            if not compiled.fullmatch(value):
                 raise ValueError(expected)
             try:
                 return convert(value)
@@ -126,8 +133,8 @@ def _text_form(pattern: str, convert: Callable[[str], Any], expected: str) -> An
 
 
 UtcMillis = Annotated[datetime, PlainSerializer(_to_millis, return_type=int, when_used="json")]
-Uuid = Annotated[uuid.UUID, _text_form(_UUID_TEXT, uuid.UUID, "a UUID in its 8-4-4-4-12 hexadecimal form")]
-IsoDate = Annotated[date, _text_form(_DATE_TEXT, date.fromisoformat, "a calendar date YYYY-MM-DD")]
+Uuid = Annotated[uuid.UUID, _text_form(UUID_TEXT, uuid.UUID, "a UUID in its 8-4-4-4-12 hexadecimal form")]
+IsoDate = Annotated[date, _text_form(DATE_TEXT, date.fromisoformat, "a calendar date YYYY-MM-DD")]
 Price = Annotated[float, Field(gt=0, le=PRICE_MAX, allow_inf_nan=False)]
 PaidPrice = Annotated[float, Field(ge=0, le=PRICE_MAX, allow_inf_nan=False)]
 """A price paid may be 0: complimentary stays (680 of the dataset's 119,390 bookings) are real room nights."""
@@ -141,7 +148,7 @@ def now_utc() -> datetime:
     return now.replace(microsecond=(now.microsecond // 1000) * 1000)
 
 
-class _ContractModel(type(BaseModel)):  # type: ignore[misc]
+class _ContractModel(ModelMetaclass):
     """Constructing a record (``BookingEvent(...)``) raises our :class:`EventValidationError`, not pydantic's.
 
     On the metaclass, so that ``model_validate`` and ``model_validate_json`` (which do not call the class)
@@ -421,12 +428,15 @@ def to_validation_error(exc: ValidationError) -> EventValidationError:
     return EventValidationError(field, value, _expectation(first))
 
 
-def parse_event(raw: bytes | str | dict[str, Any], *, context: dict[str, Any] | None = None) -> Record:
+def parse_event(
+    raw: bytes | str | dict[str, Any], *, context: dict[str, Any] | None = None, envelope: bool = True
+) -> Record:
     """Parse any contract record from its wire form; the ``event_type`` picks the model.
 
     Wire parsing is strict: types are JSON's own (a number is not a string, ``2.0`` is not an integer),
     the text is one JSON object in valid UTF-8 with nothing after it, and ``event_time`` is integer epoch
-    milliseconds. ``context`` carries the hotel profiles of the model-level rules (see
+    milliseconds. The :data:`ENVELOPE` fields are required unless ``envelope`` is false (the HTTP API
+    fills them). ``context`` carries the hotel profiles of the model-level rules (see
     :mod:`events.contract`). A dict is checked as its JSON text would be.
 
     Raises:
@@ -442,6 +452,9 @@ def parse_event(raw: bytes | str | dict[str, Any], *, context: dict[str, Any] | 
     model = CONTRACT.get(kind) if isinstance(kind, str) else None
     if model is None:
         raise EventValidationError(field="event_type", value=kind, expected=f"one of {sorted(CONTRACT)}")
+    for name in ENVELOPE if envelope else ():
+        if name not in payload:
+            raise EventValidationError(field=name, value=None, expected="a value (the field is required)")
     try:
         return model.model_validate_json(text, strict=True, context=context)
     except ValidationError as exc:

@@ -37,13 +37,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from events.models import CONTRACT, SCHEMA_VERSION
+from events.models import CONTRACT, ENVELOPE, SCHEMA_VERSION
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 """Where the committed schema files live (shipped as package data)."""
 
-ENVELOPE: tuple[str, ...] = ("event_id", "event_type", "event_time", "schema_version")
-"""Fields every record on the wire carries (see the module docstring of :mod:`events.models`)."""
 
 _DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _ID_BASE = "https://pricestream.local/schemas/"

@@ -6,7 +6,7 @@ set -euo pipefail
 need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
-command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 
 if ((${#need_apt[@]})); then
   if [[ $(id -u) -ne 0 ]] && ! command -v sudo >/dev/null 2>&1; then

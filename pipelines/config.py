@@ -7,6 +7,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from events.contract import HotelProfile
+
+UDF_JAR_NAME = "pricestream-udf.jar"
+"""The job's JVM functions, built by ``pricestream up`` next to the connector jar (``infra.jars.build_udf``)."""
+
 
 class FeatureJobConfig(BaseModel):
     """Everything the feature job needs to know.
@@ -24,6 +29,10 @@ class FeatureJobConfig(BaseModel):
     sink_topic: str = "features.v1"
     group_id: str = "pricestream-feature-job"
     connector_jar: Path
+    udf_jar: Path | None = None
+    """``pipelines/udf`` built; None means the default place, next to ``connector_jar``."""
+    hotels: dict[str, HotelProfile] = Field(default_factory=dict)
+    """Per-hotel profiles of the contract's rules (time zone of the stay-date rule, price range)."""
     startup: Literal["earliest-offset", "group-offsets", "latest-offset"] = "group-offsets"
     bounded: bool = False
     """Stop at the offsets that were latest when the job started (tests, backfills)."""
@@ -46,3 +55,7 @@ class FeatureJobConfig(BaseModel):
 
     def topic(self, name: str) -> str:
         return f"{self.topic_prefix}{name}"
+
+    @property
+    def functions_jar(self) -> Path:
+        return self.udf_jar or self.connector_jar.with_name(UDF_JAR_NAME)

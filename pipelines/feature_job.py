@@ -18,14 +18,21 @@ from pyflink.common import Configuration
 from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.table import StatementSet, StreamTableEnvironment, TableResult
 
+from events.contract import encoded_job_spec
 from pipelines.config import FeatureJobConfig
 from pipelines.feature_sql import all_statements
+
+SPEC_PARAMETER = "pricestream.contract"
+"""Name of the job parameter ``ParseEvent.java`` reads the contract spec from."""
 
 
 def job_configuration(config: FeatureJobConfig) -> Configuration:
     """Flink settings of the job: checkpointing, restore, stable uids, UTC."""
     conf = Configuration()
-    conf.set_string("pipeline.jars", config.connector_jar.resolve().as_uri())
+    conf.set_string("pipeline.jars", ";".join(jar.resolve().as_uri() for jar in (config.connector_jar,
+                                                                                  config.functions_jar)))
+    # The contract's rules reach the JVM parser as a job parameter: one definition, in events/.
+    conf.set_string("pipeline.global-job-parameters", f"{SPEC_PARAMETER}:{encoded_job_spec(config.hotels)}")
     conf.set_string("pipeline.name", "pricestream-features")
     conf.set_string("parallelism.default", str(config.parallelism))
     conf.set_string("execution.checkpointing.interval", f"{config.checkpoint_interval_ms} ms")

@@ -9,7 +9,6 @@ the partition offset, which is ordered within a hotel's partition).
 
 from __future__ import annotations
 
-from events.models import BEHAVIOUR_TYPES
 from pipelines.config import FeatureJobConfig
 
 _VERSION = "CAST(event_time_ms AS BIGINT) * 1000000 + MOD(src_offset, 1000000)"
@@ -27,8 +26,20 @@ def _kafka_with(config: FeatureJobConfig, topic: str, **extra: str) -> str:
     return ",\n  ".join(f"'{k}' = '{v}'" for k, v in opts.items())
 
 
+PARSE_FUNCTION = "io.pricestream.flink.ParseEvent"
+EVENT_TIME_FUNCTION = "io.pricestream.flink.EventTime"
+
+
+def function_ddl() -> list[str]:
+    """The job's JVM functions (``pipelines/udf``): the one-pass parser and the rowtime extractor."""
+    return [
+        f"CREATE TEMPORARY SYSTEM FUNCTION parse_event AS '{PARSE_FUNCTION}' LANGUAGE JAVA",
+        f"CREATE TEMPORARY SYSTEM FUNCTION event_time_of AS '{EVENT_TIME_FUNCTION}' LANGUAGE JAVA",
+    ]
+
+
 def source_ddl(config: FeatureJobConfig) -> str:
-    """Raw source: the value as a string, so that malformed JSON reaches the DLQ, not the floor."""
+    """Raw source: the value as bytes, so that malformed JSON and invalid UTF-8 reach the DLQ, not the floor."""
     extra = {
         "properties.group.id": config.group_id,
         "properties.isolation.level": "read_committed",
@@ -41,12 +52,12 @@ def source_ddl(config: FeatureJobConfig) -> str:
         extra["scan.bounded.mode"] = "latest-offset"
     return f"""
 CREATE TEMPORARY TABLE src (
-  payload STRING,
+  payload BYTES,
   src_topic STRING METADATA FROM 'topic' VIRTUAL,
   src_partition INT METADATA FROM 'partition' VIRTUAL,
   src_offset BIGINT METADATA FROM 'offset' VIRTUAL,
   publish_ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' VIRTUAL,
-  ts AS TO_TIMESTAMP_LTZ(COALESCE(TRY_CAST(JSON_VALUE(payload, '$.event_time') AS BIGINT), 0), 3),
+  ts AS TO_TIMESTAMP_LTZ(COALESCE(event_time_of(payload), 0), 3),
   WATERMARK FOR ts AS ts - INTERVAL '{config.out_of_orderness_ms / 1000:.3f}' SECOND
 ) WITH (
   {_kafka_with(config, config.source_topic, **extra)}
@@ -87,135 +98,85 @@ def dlq_sink_ddl(config: FeatureJobConfig) -> str:
     }
     return f"""
 CREATE TEMPORARY TABLE dlq_sink (
-  payload STRING,
+  payload BYTES,
   headers MAP<STRING, BYTES> METADATA
 ) WITH (
   {_kafka_with(config, config.source_topic + '.dlq', **extra)}
 )"""
 
 
-# Raw JSON fields read once per event, as strings (JSON_VALUE's default); everything else is
-# typed from these. TRY_CAST over the string, not RETURNING: RETURNING DOUBLE fails on an integer
-# literal (a ClassCastException that would crash the job on one odd record).
-_RAW_FIELDS = ("event_type", "hotel_id", "room_type", "stay_date", "event_time", "price_shown", "price_paid",
-               "rate", "rooms_left", "capacity", "rooms")
-_TYPED = {
-    "stay_date": "TRY_CAST(stay_date_raw AS DATE)",
-    "event_time_ms": "TRY_CAST(event_time_raw AS BIGINT)",
-    "price_shown": "TRY_CAST(price_shown_raw AS DOUBLE)",
-    "price_paid": "TRY_CAST(price_paid_raw AS DOUBLE)",
-    "rate": "TRY_CAST(rate_raw AS DOUBLE)",
-    "rooms_left": "TRY_CAST(rooms_left_raw AS INT)",
-    "capacity": "TRY_CAST(capacity_raw AS INT)",
-    "rooms": "COALESCE(TRY_CAST(rooms_raw AS INT), 1)",
-}
-
-
 def parsed_view() -> str:
-    """The only place the payload is parsed: one JSON_VALUE per field, raw strings out.
+    """The only place the payload is parsed: once, on the JVM, by the contract's rules.
 
-    ``parsed`` is read by two different views (the DLQ's ``classified`` and ``valid``), so with
-    ``table.optimizer.reuse-optimize-block-with-digest-enabled`` it is its own optimize block and
-    runs once per event. Anything typed or derived here would be re-inlined into both consumers.
+    ``parse_event`` (``pipelines/udf/.../ParseEvent.java``) applies the field rules that
+    :func:`events.contract.job_spec` derives from the pydantic models, so the job and the SDK refuse
+    the same records and name the same field; a valid row comes out typed, with its flags.
+    ``parsed`` has two readers (``classified`` and ``valid``); with
+    ``table.optimizer.reuse-optimize-block-with-digest-enabled`` it is computed once per event.
     """
-    keys = ("event_type", "hotel_id", "room_type")
-    raw = ",\n  ".join(
-        f"JSON_VALUE(payload, '$.{name}') AS {name if name in keys else name + '_raw'}" for name in _RAW_FIELDS
-    )
-    return f"""
+    return """
 CREATE TEMPORARY VIEW parsed AS
-SELECT
-  payload, src_topic, src_partition, src_offset, publish_ts, ts,
-  payload IS JSON AS is_json,
-  {raw}
-FROM src"""
+SELECT payload, src_topic, src_partition, src_offset, publish_ts, ts, p.*
+FROM src, LATERAL TABLE(parse_event(payload)) AS p"""
 
 
-def _price_rule(event_type: str, column: str) -> tuple[str, str]:
-    price = _TYPED[column]
-    return (
-        f"event_type = '{event_type}' AND ({price} IS NULL OR NOT ({price} > 0 AND {price} < 1e9))",
-        f"'field {column}: got ' || COALESCE({column}_raw, 'null') || ', expected a finite price > 0'",
-    )
-
-
-def _rules() -> list[tuple[str, str]]:
-    """(condition, reason) in order: the first condition that holds names the reason; none holds = valid."""
-    types = ", ".join(f"'{t}'" for t in BEHAVIOUR_TYPES)
-    listed = types.replace("'", "")
-    stay, event_ms = _TYPED["stay_date"], _TYPED["event_time_ms"]
-    left, capacity = _TYPED["rooms_left"], _TYPED["capacity"]
-    return [
-        ("NOT is_json", "'record: not a JSON object'"),
-        (f"event_type IS NULL OR event_type NOT IN ({types})",
-         f"'field event_type: got ' || COALESCE(event_type, 'null') || ', expected one of {listed}'"),
-        ("hotel_id IS NULL OR hotel_id = ''", "'field hotel_id: missing, expected a non-empty string'"),
-        ("room_type IS NULL OR room_type = ''", "'field room_type: missing, expected a non-empty string'"),
-        (f"{stay} IS NULL",
-         "'field stay_date: got ' || COALESCE(stay_date_raw, 'null') || ', expected an ISO date'"),
-        (f"{event_ms} IS NULL", "'field event_time: missing, expected epoch milliseconds'"),
-        _price_rule("view", "price_shown"),
-        _price_rule("booking", "price_paid"),
-        _price_rule("competitor_rate", "rate"),
-        (f"event_type = 'inventory' AND ({left} IS NULL OR {capacity} IS NULL OR {capacity} <= 0 OR {left} < 0)",
-         "'field rooms_left/capacity: expected rooms_left >= 0 and capacity > 0'"),
-        (f"{stay} < CAST(ts AS DATE)",
-         f"'field stay_date: ' || CAST({stay} AS STRING) || ' is before the event date ' "
-         "|| CAST(CAST(ts AS DATE) AS STRING)"),
-        ("ts < CURRENT_WATERMARK(ts)", "'late event: event_time older than the allowed out-of-orderness'"),
-    ]
+_LATE = "COALESCE(ts < CURRENT_WATERMARK(ts), FALSE)"
+"""Late: behind the watermark. Before the first watermark CURRENT_WATERMARK is NULL, and a bare
+comparison would be NULL too: neither valid nor classified, the row would vanish."""
 
 
 def classified_view() -> str:
-    """The rows that fail a rule, with ``reason`` for the DLQ headers (NULL when valid)."""
-    cases = "\n    ".join(f"WHEN {cond} THEN {reason}" for cond, reason in _rules())
+    """The rows that fail the contract or come late, with ``reason`` and ``error_class`` for the DLQ headers."""
     return f"""
 CREATE TEMPORARY VIEW classified AS
-SELECT payload, src_topic, src_partition, src_offset,
-  CASE
-    {cases}
-    ELSE CAST(NULL AS STRING)
-  END AS reason
+SELECT payload, src_topic, src_partition, src_offset, error_field,
+  CASE WHEN reason IS NOT NULL THEN reason
+       WHEN {_LATE} THEN 'late event: event_time older than the allowed out-of-orderness'
+  END AS reason,
+  CASE WHEN reason IS NOT NULL THEN error_class WHEN {_LATE} THEN 'LateEvent' END AS error_class
 FROM parsed"""
 
 
+def _flagged(flag: str) -> str:
+    return f"COALESCE(POSITION('{flag}' IN flags) > 0, FALSE)"
+
+
 def valid_view() -> str:
-    """The rows that pass every rule: the same ordered conditions as ``classified``, without the messages.
+    """The rows that pass: typed by the parser; flagged prices kept out of the price aggregates.
 
     Written as its own view over ``parsed`` (not over ``classified``) so that ``parsed`` has two
-    readers and is parsed once; the CASE keeps the rules' order and NULL handling identical.
+    readers and is parsed once. A complimentary booking counts as a booking (a real room night) and
+    a price outlier as an event, but neither moves a price feature (see :mod:`events.contract`).
     """
-    cases = "\n    ".join(f"WHEN {cond} THEN FALSE" for cond, _ in _rules())
-    t = _TYPED
+    plausible = f"NOT {_flagged('price_outlier')}"
     return f"""
 CREATE TEMPORARY VIEW valid AS
-SELECT hotel_id, room_type, CAST({t['stay_date']} AS STRING) AS stay_date, ts, event_type,
-  {t['event_time_ms']} AS event_time_ms, src_offset, publish_ts, {t['price_shown']} AS price_shown,
-  {t['price_paid']} AS price_paid, {t['rate']} AS rate, {t['rooms_left']} AS rooms_left,
-  {t['capacity']} AS capacity, {t['rooms']} AS rooms,
+SELECT hotel_id, room_type, CAST(stay_date AS STRING) AS stay_date, ts, event_type,
+  event_time_ms, src_offset, publish_ts,
+  CASE WHEN {plausible} THEN price_shown END AS price_shown,
+  CASE WHEN {plausible} AND NOT {_flagged('complimentary')} THEN price_paid END AS price_paid,
+  CASE WHEN {plausible} THEN rate END AS rate,
+  rooms_left, capacity, rooms,
   CASE WHEN event_type = 'search' THEN 1 ELSE 0 END AS is_search,
   CASE WHEN event_type = 'view' THEN 1 ELSE 0 END AS is_view,
-  CASE WHEN event_type = 'booking' THEN {t['rooms']} ELSE 0 END AS n_booked,
-  CASE WHEN event_type = 'cancellation' THEN {t['rooms']} ELSE 0 END AS n_cancelled,
+  CASE WHEN event_type = 'booking' THEN rooms ELSE 0 END AS n_booked,
+  CASE WHEN event_type = 'cancellation' THEN rooms ELSE 0 END AS n_cancelled,
   CASE WHEN event_type = 'search' THEN CAST(TIMESTAMPDIFF(DAY, CAST(ts AS TIMESTAMP(3)),
-    CAST({t['stay_date']} AS TIMESTAMP(3))) AS DOUBLE) END AS lead_days
+    CAST(stay_date AS TIMESTAMP(3))) AS DOUBLE) END AS lead_days
 FROM parsed
-WHERE CASE
-    {cases}
-    ELSE TRUE
-  END"""
+WHERE reason IS NULL AND NOT ({_LATE})"""
 
 
 def dlq_insert() -> str:
+    """Refused and late rows, with the five DLQ headers and the field the contract named."""
     return """
 INSERT INTO dlq_sink
 SELECT payload, MAP[
   'source_topic', ENCODE(src_topic, 'UTF-8'),
   'source_partition', ENCODE(CAST(src_partition AS STRING), 'UTF-8'),
   'source_offset', ENCODE(CAST(src_offset AS STRING), 'UTF-8'),
-  'error_class', ENCODE(CASE WHEN reason LIKE 'late event%' THEN 'LateEvent'
-                              WHEN reason LIKE 'record:%' THEN 'MalformedRecord'
-                              ELSE 'ValidationError' END, 'UTF-8'),
+  'error_class', ENCODE(error_class, 'UTF-8'),
+  'error_field', ENCODE(COALESCE(error_field, ''), 'UTF-8'),
   'error_message', ENCODE(reason, 'UTF-8')]
 FROM classified WHERE reason IS NOT NULL"""
 
@@ -283,6 +244,6 @@ FROM valid WHERE event_type = 'inventory'"""
 
 def all_statements(config: FeatureJobConfig) -> tuple[list[str], list[str]]:
     """(DDL and views, INSERTs) of the whole job."""
-    ddl = [source_ddl(config), features_sink_ddl(config), dlq_sink_ddl(config), parsed_view(), classified_view(),
-           valid_view()]
+    ddl = [*function_ddl(), source_ddl(config), features_sink_ddl(config), dlq_sink_ddl(config), parsed_view(),
+           classified_view(), valid_view()]
     return ddl, [dlq_insert(), feature_insert()]

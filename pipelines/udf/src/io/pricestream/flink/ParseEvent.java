@@ -1,0 +1,460 @@
+package io.pricestream.flink;
+
+import java.math.BigDecimal;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.time.LocalDate;
+import java.time.OffsetDateTime;
+import java.time.ZoneId;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Pattern;
+
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonProcessingException;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.json.JsonReadFeature;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.DeserializationFeature;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.json.JsonMapper;
+import org.apache.flink.table.annotation.DataTypeHint;
+import org.apache.flink.table.annotation.FunctionHint;
+import org.apache.flink.table.functions.FunctionContext;
+import org.apache.flink.table.functions.TableFunction;
+import org.apache.flink.types.Row;
+
+/**
+ * Parses and validates one behaviour event, once, against the contract spec that
+ * {@code events.contract.job_spec} derives from the pydantic models (job parameter
+ * {@code pricestream.contract}, URL-safe base64 JSON). Emits exactly one row per input:
+ * {@code reason} and {@code error_field} are null for a valid event, and the typed fields are
+ * filled only then. The rules are the spec's; this class only knows how to apply each kind.
+ */
+@FunctionHint(output = @DataTypeHint(
+    "ROW<reason STRING, error_field STRING, error_class STRING, flags STRING, event_type STRING,"
+        + " hotel_id STRING, room_type STRING, stay_date DATE, event_time_ms BIGINT, price_shown DOUBLE,"
+        + " price_paid DOUBLE, rate DOUBLE, rooms_left INT, capacity INT, rooms INT, nights INT>"))
+public class ParseEvent extends TableFunction<Row> {
+
+    public static final String SPEC_PARAMETER = "pricestream.contract";
+    private static final int ARITY = 16;
+
+    private transient JsonMapper mapper;
+    private transient Map<String, List<FieldRule>> types;
+    private transient List<JsonNode> flagRules;
+    private transient long minMs;
+    private transient long maxMs;
+    private transient Pattern uuidText;
+    private transient Pattern dateText;
+    private transient Pattern instantText;
+    private transient ZoneId defaultZone;
+    private transient double[] defaultRange;
+    private transient Map<String, ZoneId> zones;
+    private transient Map<String, double[]> ranges;
+
+    /** Thrown by a rule; carries the field named in the DLQ headers. */
+    private static final class Invalid extends Exception {
+        final String field;
+        final String errorClass;
+
+        Invalid(String field, String message, String errorClass) {
+            super(message, null, false, false);
+            this.field = field;
+            this.errorClass = errorClass;
+        }
+    }
+
+    /** One field rule of the spec, compiled. */
+    private static final class FieldRule {
+        String name;
+        String kind;
+        boolean required;
+        boolean nullable;
+        List<String> textValues = new ArrayList<>();
+        List<BigDecimal> numberValues = new ArrayList<>();
+        BigDecimal minimum;
+        BigDecimal maximum;
+        BigDecimal exclusiveMinimum;
+        BigDecimal exclusiveMaximum;
+        int minLength = -1;
+        int maxLength = -1;
+        Pattern pattern;
+    }
+
+    @Override
+    public void open(FunctionContext context) throws Exception {
+        String encoded = context.getJobParameter(SPEC_PARAMETER, null);
+        if (encoded == null) {
+            throw new IllegalStateException("job parameter " + SPEC_PARAMETER + " (the contract spec) is not set");
+        }
+        mapper = JsonMapper.builder()
+            .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)  // NaN is a number the rules refuse, as pydantic does
+            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+            .build();
+        JsonNode spec = mapper.readTree(Base64.getUrlDecoder().decode(encoded));
+        minMs = spec.get("event_time_ms").get(0).asLong();
+        maxMs = spec.get("event_time_ms").get(1).asLong();
+        uuidText = Pattern.compile(spec.get("text_forms").get("uuid").asText());
+        dateText = Pattern.compile(spec.get("text_forms").get("date").asText());
+        instantText = Pattern.compile(spec.get("text_forms").get("instant").asText());
+        defaultZone = ZoneId.of(spec.get("default_zone").asText());
+        defaultRange = range(spec.get("default_price_range"));
+        zones = new HashMap<>();
+        ranges = new HashMap<>();
+        for (Iterator<Map.Entry<String, JsonNode>> it = spec.get("hotels").fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> hotel = it.next();
+            zones.put(hotel.getKey(), ZoneId.of(hotel.getValue().get("zone").asText()));
+            ranges.put(hotel.getKey(), range(hotel.getValue().get("price_range")));
+        }
+        types = new HashMap<>();
+        for (Iterator<Map.Entry<String, JsonNode>> it = spec.get("types").fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> type = it.next();
+            List<FieldRule> rules = new ArrayList<>();
+            for (JsonNode node : type.getValue()) {
+                rules.add(compile(node));
+            }
+            types.put(type.getKey(), rules);
+        }
+        flagRules = new ArrayList<>();
+        spec.get("flags").forEach(flagRules::add);
+    }
+
+    private static double[] range(JsonNode node) {
+        return new double[] {node.get(0).asDouble(), node.get(1).asDouble()};
+    }
+
+    private static FieldRule compile(JsonNode node) {
+        FieldRule rule = new FieldRule();
+        rule.name = node.get("name").asText();
+        rule.kind = node.get("kind").asText();
+        rule.required = node.path("required").asBoolean(false);
+        rule.nullable = node.path("nullable").asBoolean(false);
+        if (node.has("values")) {
+            for (JsonNode value : node.get("values")) {
+                if (value.isTextual()) {
+                    rule.textValues.add(value.asText());
+                } else {
+                    rule.numberValues.add(value.decimalValue());
+                }
+            }
+        }
+        rule.minimum = node.has("minimum") ? node.get("minimum").decimalValue() : null;
+        rule.maximum = node.has("maximum") ? node.get("maximum").decimalValue() : null;
+        rule.exclusiveMinimum = node.has("exclusiveMinimum") ? node.get("exclusiveMinimum").decimalValue() : null;
+        rule.exclusiveMaximum = node.has("exclusiveMaximum") ? node.get("exclusiveMaximum").decimalValue() : null;
+        rule.minLength = node.path("minLength").asInt(-1);
+        rule.maxLength = node.path("maxLength").asInt(-1);
+        rule.pattern = node.has("pattern") ? Pattern.compile(node.get("pattern").asText()) : null;
+        return rule;
+    }
+
+    public void eval(byte[] payload) {
+        Row row = new Row(ARITY);
+        try {
+            JsonNode event = parse(payload);
+            check(event, row);
+        } catch (Invalid invalid) {
+            row = new Row(ARITY);
+            row.setField(0, invalid.getMessage());
+            row.setField(1, invalid.field);
+            row.setField(2, invalid.errorClass);
+        }
+        collect(row);
+    }
+
+    private JsonNode parse(byte[] payload) throws Invalid {
+        if (payload == null) {
+            throw new Invalid("<record>", "record: empty (a tombstone), expected one JSON object", "MalformedRecord");
+        }
+        String text;
+        try {
+            text = StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(CodingErrorAction.REPORT)
+                .onUnmappableCharacter(CodingErrorAction.REPORT)
+                .decode(ByteBuffer.wrap(payload)).toString();
+        } catch (CharacterCodingException e) {
+            throw new Invalid("<record>", "record: not valid UTF-8, expected one JSON object in UTF-8", "MalformedRecord");
+        }
+        JsonNode node;
+        try {
+            node = mapper.readTree(text);
+        } catch (JsonProcessingException e) {
+            String why = e.getOriginalMessage();
+            throw new Invalid("<record>", "record: not JSON (" + clip(why, 120) + "), expected one JSON object",
+                "MalformedRecord");
+        }
+        if (node == null || !node.isObject()) {
+            throw new Invalid("<record>", "record: not a JSON object, expected one JSON object", "MalformedRecord");
+        }
+        if (hasLoneSurrogate(node)) {
+            throw new Invalid("<record>", "record: a string holds a lone surrogate, expected valid Unicode text",
+                "MalformedRecord");
+        }
+        return node;
+    }
+
+    private static boolean hasLoneSurrogate(JsonNode node) {
+        if (node.isTextual()) {
+            return loneSurrogate(node.asText());
+        }
+        for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> entry = it.next();
+            if (loneSurrogate(entry.getKey()) || hasLoneSurrogate(entry.getValue())) {
+                return true;
+            }
+        }
+        for (JsonNode item : node.isArray() ? node : List.<JsonNode>of()) {
+            if (hasLoneSurrogate(item)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static boolean loneSurrogate(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (Character.isHighSurrogate(c)) {
+                if (i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
+                    i++;
+                    continue;
+                }
+                return true;
+            }
+            if (Character.isLowSurrogate(c)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void check(JsonNode event, Row row) throws Invalid {
+        JsonNode kindNode = event.get("event_type");
+        String kind = kindNode != null && kindNode.isTextual() ? kindNode.asText() : null;
+        List<FieldRule> rules = kind == null ? null : types.get(kind);
+        if (rules == null) {
+            throw invalid("event_type", kindNode, "one of " + types.keySet());
+        }
+        Map<String, FieldRule> known = new HashMap<>();
+        for (FieldRule rule : rules) {
+            known.put(rule.name, rule);
+            checkField(rule, event.get(rule.name));
+        }
+        for (Iterator<String> it = event.fieldNames(); it.hasNext(); ) {
+            String name = it.next();
+            if (!known.containsKey(name)) {
+                throw invalid(name, event.get(name), "no such field (the contract has no field of this name)");
+            }
+        }
+        String hotel = event.get("hotel_id").asText();
+        long eventMs = eventMillis(event.get("event_time"));
+        LocalDate stay = LocalDate.parse(event.get("stay_date").asText());
+        LocalDate local = java.time.Instant.ofEpochMilli(eventMs).atZone(zones.getOrDefault(hotel, defaultZone))
+            .toLocalDate();
+        if (stay.isBefore(local)) {
+            throw invalid("stay_date", event.get("stay_date"), "a stay_date on or after the event's local date " + local);
+        }
+        row.setField(3, flags(kind, hotel, event));
+        row.setField(4, kind);
+        row.setField(5, hotel);
+        row.setField(6, event.get("room_type").asText());
+        row.setField(7, stay);
+        row.setField(8, eventMs);
+        row.setField(9, doubleOrNull(event.get("price_shown")));
+        row.setField(10, doubleOrNull(event.get("price_paid")));
+        row.setField(11, doubleOrNull(event.get("rate")));
+        row.setField(12, intOrNull(event.get("rooms_left")));
+        row.setField(13, intOrNull(event.get("capacity")));
+        JsonNode rooms = event.get("rooms");
+        row.setField(14, rooms == null || rooms.isNull() ? 1 : rooms.asInt());
+        JsonNode nights = event.get("nights");
+        row.setField(15, nights == null || nights.isNull() ? 1 : nights.asInt());
+    }
+
+    private void checkField(FieldRule rule, JsonNode value) throws Invalid {
+        if (value == null) {
+            if (rule.required) {
+                throw invalid(rule.name, null, "a value (the field is required)");
+            }
+            return;
+        }
+        if (value.isNull()) {
+            if (!rule.nullable) {
+                throw invalid(rule.name, value, "a value that is not null");
+            }
+            return;
+        }
+        switch (rule.kind) {
+            case "enum":
+                checkEnum(rule, value);
+                break;
+            case "string":
+                checkString(rule, value);
+                break;
+            case "integer":
+                if (!value.isIntegralNumber()) {
+                    throw invalid(rule.name, value, "a valid integer");
+                }
+                checkBounds(rule, value.decimalValue(), value);
+                break;
+            case "number":
+                if (!value.isNumber()) {
+                    throw invalid(rule.name, value, "a valid number");
+                }
+                double d = value.doubleValue();
+                if (Double.isNaN(d) || Double.isInfinite(d)) {
+                    throw invalid(rule.name, value, "a finite number");
+                }
+                checkBounds(rule, value.isIntegralNumber() ? value.decimalValue() : BigDecimal.valueOf(d), value);
+                break;
+            case "uuid":
+                if (!value.isTextual() || !uuidText.matcher(value.asText()).matches()) {
+                    throw invalid(rule.name, value, "a UUID in its 8-4-4-4-12 hexadecimal form");
+                }
+                break;
+            case "date":
+                if (!value.isTextual() || !dateText.matcher(value.asText()).matches() || !isDate(value.asText())) {
+                    throw invalid(rule.name, value, "a calendar date YYYY-MM-DD");
+                }
+                break;
+            case "instant":
+                eventMillis(value);
+                break;
+            default:
+                throw new IllegalStateException("contract spec: unknown rule kind " + rule.kind);
+        }
+    }
+
+    private void checkEnum(FieldRule rule, JsonNode value) throws Invalid {
+        boolean ok;
+        if (!rule.textValues.isEmpty()) {
+            ok = value.isTextual() && rule.textValues.contains(value.asText());
+        } else {
+            ok = value.isIntegralNumber() && rule.numberValues.stream()
+                .anyMatch(v -> v.compareTo(value.decimalValue()) == 0);
+        }
+        if (!ok) {
+            List<Object> allowed = new ArrayList<>(rule.textValues);
+            allowed.addAll(rule.numberValues);
+            throw invalid(rule.name, value, "one of " + allowed);
+        }
+    }
+
+    private void checkString(FieldRule rule, JsonNode value) throws Invalid {
+        if (!value.isTextual()) {
+            throw invalid(rule.name, value, "a valid string");
+        }
+        String s = value.asText();
+        int length = s.codePointCount(0, s.length());  // pydantic counts code points, not UTF-16 units
+        if (rule.minLength >= 0 && length < rule.minLength) {
+            throw invalid(rule.name, value, "at least " + rule.minLength + " characters");
+        }
+        if (rule.maxLength >= 0 && length > rule.maxLength) {
+            throw invalid(rule.name, value, "at most " + rule.maxLength + " characters");
+        }
+        if (rule.pattern != null && !rule.pattern.matcher(s).matches()) {
+            throw invalid(rule.name, value, "a string matching " + rule.pattern.pattern());
+        }
+    }
+
+    private void checkBounds(FieldRule rule, BigDecimal v, JsonNode value) throws Invalid {
+        if (rule.minimum != null && v.compareTo(rule.minimum) < 0) {
+            throw invalid(rule.name, value, "greater than or equal to " + rule.minimum.toPlainString());
+        }
+        if (rule.exclusiveMinimum != null && v.compareTo(rule.exclusiveMinimum) <= 0) {
+            throw invalid(rule.name, value, "greater than " + rule.exclusiveMinimum.toPlainString());
+        }
+        if (rule.maximum != null && v.compareTo(rule.maximum) > 0) {
+            throw invalid(rule.name, value, "less than or equal to " + rule.maximum.toPlainString());
+        }
+        if (rule.exclusiveMaximum != null && v.compareTo(rule.exclusiveMaximum) >= 0) {
+            throw invalid(rule.name, value, "less than " + rule.exclusiveMaximum.toPlainString());
+        }
+    }
+
+    /** Epoch ms of an event_time: an integer, or offset ISO-8601 text; null (absent) means "now" upstream. */
+    private long eventMillis(JsonNode value) throws Invalid {
+        String expected = "integer epoch milliseconds, or ISO-8601 text with an offset (2026-11-30T09:15:00Z)";
+        if (value == null) {
+            throw invalid("event_time", null, "a value (the feature job needs the event's time)");
+        }
+        long ms;
+        if (value.isIntegralNumber() && value.canConvertToLong()) {
+            ms = value.asLong();
+        } else if (value.isTextual() && instantText.matcher(value.asText()).matches()) {
+            try {
+                ms = OffsetDateTime.parse(value.asText()).toInstant().toEpochMilli();
+            } catch (DateTimeParseException e) {
+                throw invalid("event_time", value, expected);
+            }
+        } else {
+            throw invalid("event_time", value, expected);
+        }
+        if (ms < minMs || ms >= maxMs) {
+            throw invalid("event_time", value, "epoch milliseconds in [" + minMs + ", " + maxMs + ")");
+        }
+        return ms;
+    }
+
+    private static boolean isDate(String text) {
+        try {
+            LocalDate date = LocalDate.parse(text);
+            return date.getYear() >= 1;  // Python's date starts at year 1
+        } catch (DateTimeParseException e) {
+            return false;
+        }
+    }
+
+    private String flags(String kind, String hotel, JsonNode event) {
+        StringBuilder out = new StringBuilder();
+        for (JsonNode rule : flagRules) {
+            boolean hit = false;
+            if (rule.has("equals")) {
+                JsonNode v = event.get(rule.get("field").asText());
+                hit = kind.equals(rule.get("event_type").asText()) && v != null && v.isNumber()
+                    && v.decimalValue().compareTo(rule.get("equals").decimalValue()) == 0;
+            } else {
+                double[] r = ranges.getOrDefault(hotel, defaultRange);
+                boolean skipZero = rule.path("skip_zero").asBoolean(false);
+                for (JsonNode name : rule.get("fields")) {
+                    JsonNode v = event.get(name.asText());
+                    if (v != null && v.isNumber()) {
+                        double p = v.doubleValue();
+                        if (!(skipZero && p == 0) && (p < r[0] || p > r[1])) {
+                            hit = true;
+                        }
+                    }
+                }
+            }
+            if (hit) {
+                if (out.length() > 0) {
+                    out.append(',');
+                }
+                out.append(rule.get("flag").asText());
+            }
+        }
+        return out.length() == 0 ? null : out.toString();
+    }
+
+    private static Double doubleOrNull(JsonNode v) {
+        return v == null || v.isNull() ? null : v.doubleValue();
+    }
+
+    private static Integer intOrNull(JsonNode v) {
+        return v == null || v.isNull() ? null : v.asInt();
+    }
+
+    private static Invalid invalid(String field, JsonNode value, String expected) {
+        String shown = value == null ? "nothing" : clip(value.toString(), 200);
+        return new Invalid(field, "field " + field + ": got " + shown + ", expected " + expected, "ValidationError");
+    }
+
+    private static String clip(String s, int n) {
+        return s == null ? "" : s.length() <= n ? s : s.substring(0, n) + "...";
+    }
+}
