@@ -123,12 +123,26 @@ def _x_axis(reports: Sequence[FlipReport]) -> pd.DatetimeIndex | np.ndarray:
     return np.arange(len(reports))
 
 
+_SINGLE_POINT_PAD = pd.Timedelta(hours=1)
+"""Half-width of a time axis that holds one point (matplotlib would widen it to +-2 years)."""
+
+
+def _limit_to_data(ax: Axes, xs: pd.DatetimeIndex | np.ndarray) -> None:
+    """Time axis from the first to the last point, not matplotlib's default span around them."""
+    if isinstance(xs, pd.DatetimeIndex) and len(xs):
+        lo, hi = xs.min(), xs.max()
+        if lo == hi:
+            lo, hi = lo - _SINGLE_POINT_PAD, hi + _SINGLE_POINT_PAD
+        ax.set_xlim(lo, hi)
+
+
 def _flip_plot(flips: Sequence[FlipReport]) -> str:
     fig, ax = _figure()
     if not flips:
         _no_data(ax)
         return _png(fig)
     xs = _x_axis(flips)
+    _limit_to_data(ax, xs)
     ax.plot(xs, [r.rate for r in flips], marker="o", ms=3, lw=1.6, color="#243b53", label="all")
     versions = sorted({v for r in flips for v in r.by_version})
     for version in versions:

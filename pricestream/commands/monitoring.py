@@ -22,7 +22,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -86,14 +86,19 @@ def flip_reports(frame: pd.DataFrame) -> list:
 
 def decision_features(path: Path) -> pd.DataFrame:
     """Features of PricingDecision JSON lines: hotel_id, time and every catalogue feature."""
+    with path.open("rb") as handle:  # lines end at b"\n" only (ids may hold U+2028)
+        return records_features(json.loads(line) for line in handle if line.strip())
+
+
+def records_features(decisions: Iterable[Mapping]) -> pd.DataFrame:
+    """Features the served decisions read live (shadow ones skipped): hotel_id, time, every catalogue feature."""
     rows = []
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                d = json.loads(line)
-                feats = d.get("features") or {}
-                rows.append({"hotel_id": d.get("hotel_id"), "time": _when(d.get("event_time")),
-                             **{k: feats.get(k) for k in ALL_FEATURES}})
+    for d in decisions:
+        if str(d.get("arm", "incumbent")).endswith("-shadow"):
+            continue
+        feats = d.get("features") or {}
+        rows.append({"hotel_id": d.get("hotel_id"), "time": _when(d.get("event_time")),
+                     **{k: feats.get(k) for k in ALL_FEATURES}})
     frame = pd.DataFrame(rows, columns=["hotel_id", "time", *ALL_FEATURES])
     frame["time"] = pd.to_datetime(frame["time"], utc=True)
     return frame

@@ -47,7 +47,7 @@ def monitor_report(
         fail(f"audit log {log} holds no decisions")
     now = decided["time"].max().to_pydatetime()
     with err.status("collecting features"):
-        feats = mon.decision_features(decisions) if decisions else mon.offline_features(s.offline(), decided, until=now)
+        feats, source = _report_features(decisions, decided, now)
     coverage = mon.coverage_report(feats, window=timedelta(hours=window_hours),
                                    staleness=timedelta(minutes=stale_minutes), now=now)
     drift = _drift(reference, feats, now)
@@ -62,7 +62,7 @@ def monitor_report(
     shares = decided["tier"].value_counts(normalize=True).round(3).to_dict()
     alerts = [f.feature for r in drift for f in r if f.alert]
     out.print(f"{len(decided)} decisions, tiers {shares}, features from "
-              f"{'the decisions' if decisions else 'the offline store'} ({len(feats)} rows); "
+              f"{source} ({len(feats)} rows); "
               f"drift alerts: {', '.join(alerts) or 'none'}")
     out.print(f"dashboard: {path}")
 
@@ -143,6 +143,24 @@ def monitor_stream(
                           for p in recalibrator.published)
         out.print(f"recalibrations: {len(recalibrator.published)}{': ' + moved if moved else ''}")
     out.print(f"dashboard: {path}")
+
+
+def _report_features(decisions: Path | None, decided: pd.DataFrame, now: datetime) -> tuple[pd.DataFrame, str]:
+    """The features decisions read: a --decisions file, else the live decisions topic, else the offline store."""
+    from pricestream.commands import monitoring as mon
+
+    s = settings()
+    if decisions is not None:
+        return mon.decision_features(decisions), str(decisions)
+    topic = s.kafka().topic("pricing.decisions")
+    try:
+        live = mon.records_features(mon.read_records(s.kafka(), "pricing.decisions", timeout_s=5.0))
+    except Exception as exc:  # noqa: BLE001 - Kafka down or unreachable: the offline store still answers
+        err.print(f"cannot read {topic} ({exc}); features from the offline store")
+        live = pd.DataFrame()
+    if not live.empty:
+        return live, f"the live reads on {topic}"
+    return mon.offline_features(s.offline(), decided, until=now), "the offline store"
 
 
 def _drift(reference: str | None, feats: pd.DataFrame, now: datetime) -> list:
@@ -269,3 +287,73 @@ def router_report(
     except RoutingInputError:
         out.print(f"no heavy share keeps revenue loss within {max_revenue_loss:.1%}")
     out.print(f"plot: {path}  ({datetime.now(tz=UTC).isoformat(timespec='seconds')})")
+
+
+@router_app.command("health")
+def router_health(
+    tolerance: Annotated[float, typer.Option(envvar="PRICESTREAM_PRICE_TOLERANCE", min=0.0001, max=1.0,
+                                             help="relative price gap under which two prices are the same")] = 0.01,
+) -> None:
+    """False positives / negatives of the router on the running system's labelled decisions (Kafka).
+
+    Every served decision on ``pricing.decisions`` that ``feedback.labels`` has an outcome for is
+    priced again by the registry's light and heavy models on the features it saw: a heavy decision
+    whose light price was within ``--tolerance`` is a false positive (heavy compute bought nothing),
+    a rules or light decision the heavy model would have priced differently is a false negative.
+    Booking rates per tier come from the labels.
+    """
+    from events.models import PricingRequest
+    from feedback.registry import ModelRegistry
+    from pricestream.commands.monitoring import read_records
+    from pricing.rules import RuleSet
+    from pricing.tiers import load_pricer
+    from routing.health import health_check
+
+    s = settings()
+    kafka = s.kafka()
+    with err.status(f"reading {kafka.topic('pricing.decisions')} and {kafka.topic('feedback.labels')}"):
+        decisions = {str(d["decision_id"]): d for d in read_records(kafka, "pricing.decisions")
+                     if d.get("arm") in ("incumbent", "candidate")}
+        labels = {str(lb["decision_id"]): lb for lb in read_records(kafka, "feedback.labels")
+                  if str(lb.get("decision_id")) in decisions}
+    if not labels:
+        fail(f"no labelled decisions: {len(decisions)} served decisions on {kafka.topic('pricing.decisions')}, "
+             f"none with an outcome on {kafka.topic('feedback.labels')} yet")
+    registry = ModelRegistry(s.registry())
+    light_entry, heavy_entry = registry.current("light"), registry.current("heavy")
+    if light_entry is None or heavy_entry is None:
+        fail(f"registry {registry.root} has no promoted light and heavy model to compare with")
+        return
+    light, heavy = load_pricer(light_entry.path), load_pricer(heavy_entry.path)
+    rules = RuleSet.load(s.rules_file)
+    rows: dict[str, list[float]] = {"score": [], "light": [], "heavy": [], "rules": [], "booked": []}
+    tiers: list[str] = []
+    with err.status(f"pricing {len(labels)} labelled decisions with {light_entry.version} and {heavy_entry.version}"):
+        for key, label in labels.items():
+            d = decisions[key]
+            request = PricingRequest(hotel_id=d["hotel_id"], room_type=d["room_type"], stay_date=d["stay_date"],
+                                     channel=d.get("channel", "web"), event_time=d["event_time"])
+            feats = dict(d.get("features") or {})
+            outcome = rules.evaluate(request, feats)
+            for name, pricer in (("light", light), ("heavy", heavy)):
+                q = pricer.quote(request, feats, floor=outcome.floor, ceiling=outcome.ceiling,
+                                 rule_price=outcome.rule_price)
+                rows[name].append(outcome.clamp(q.price))
+            rows["rules"].append(outcome.rule_price)
+            rows["score"].append(float(d["complexity"]))
+            rows["booked"].append(float(label["label"]))
+            tiers.append(str(d["tier"]))
+    report = health_check(rows["score"], tiers, rows["light"], rows["heavy"], rules_prices=rows["rules"],
+                          rel_tolerance=tolerance)
+    booked = pd.DataFrame({"tier": tiers, "booked": rows["booked"]}).groupby("tier")["booked"].agg(["size", "mean"])
+    out.print(table(("tier", "labelled decisions", "booking rate"),
+                    [(t, int(r["size"]), f"{r['mean']:.3f}") for t, r in booked.iterrows()],
+                    title=f"{report.n} labelled decisions of {len(decisions)} served"))
+    out.print(kv_table([
+        ("false positives (heavy, light price within tolerance)", report.false_positives),
+        ("false positive rate (of heavy)", f"{report.fp_rate:.3f}"),
+        ("false negatives (rules/light, heavy price differs)", report.false_negatives),
+        ("false negative rate (of rules/light)", f"{report.fn_rate:.3f}"),
+        ("mean price gap of false negatives", f"{report.mean_fn_gap:.2%}"),
+        ("tolerance", f"{tolerance:.2%}"),
+    ], title="router health"))

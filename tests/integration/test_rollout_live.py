@@ -152,3 +152,8 @@ def test_rollout_by_command_goes_through_every_stage_and_abort_returns_to_the_in
     assert light == {incumbent}  # the registry rolled back and the server reloaded the incumbent's model
     decisions = read_topic(env, "pricing.decisions")
     assert {"candidate-shadow"} <= {d["arm"] for d in decisions}
+
+    health = run_cli(env, "router", "health")  # the router's mistakes on this run's labelled decisions
+    assert health.returncode == 0, health.stdout + health.stderr
+    assert f"{len(labelled)} labelled decisions of" in health.stdout
+    assert "false positives" in health.stdout and "false negatives" in health.stdout
