@@ -21,6 +21,7 @@ from pricestream.commands import features as features_cmd
 from pricestream.commands import jobs as jobs_cmd
 from pricestream.commands import models as models_cmd
 from pricestream.commands import reports as reports_cmd
+from pricestream.commands import run as run_cmd
 from pricestream.commands import services as services_cmd
 from pricestream.commands import snapshots as snapshots_cmd
 from pricestream.commands.common import (
@@ -59,6 +60,7 @@ app.add_typer(reports_cmd.monitor_app, name="monitor")
 app.add_typer(reports_cmd.evaluate_app, name="evaluate")
 app.add_typer(reports_cmd.router_app, name="router")
 app.add_typer(services_cmd.app, name="services")
+app.command("run")(run_cmd.run)
 
 
 @app.command()

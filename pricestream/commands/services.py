@@ -145,8 +145,8 @@ def _monitor(o: Options, stop: threading.Event) -> Any:
                                        "group_id": cfg.group_id, **o.runtime})
     stats = Runtime(rc, MonitorStep(monitor, export_every=cfg.export_every), registry=registry,
                     stop_event=stop).run()
-    path = monitor.write_dashboard(s.reports_dir / "monitor-live.html")
-    return {**asdict(stats), "monitored": monitor.n_decisions, "dashboard": str(path)}
+    path = monitor.write_dashboard(s.reports_dir / "monitor-live.html") if monitor.n_decisions else None
+    return {**asdict(stats), "monitored": monitor.n_decisions, "dashboard": None if path is None else str(path)}
 
 
 RUNNERS: dict[str, Callable[[Options, threading.Event], Any]] = {
