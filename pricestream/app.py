@@ -64,7 +64,10 @@ from routing.threshold_state import ThresholdStore
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-__all__ = ["DecisionPublisher", "Follower", "Publish", "ServingPath", "build_serving_path", "http_app", "serve_http"]
+__all__ = [
+    "DecisionPublisher", "Follower", "Publish", "ServingPath", "build_serving_path", "http_app", "promote_trained",
+    "serve_http",
+]
 
 log = logging.getLogger(__name__)
 
@@ -310,3 +313,22 @@ def serve_http(path: ServingPath, *, host: str, port: int) -> None:
         path.close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def promote_trained(settings: Settings, version: str, *, reason: str = "passed the trainer's gate") -> str:
+    """What a trainer does with a registered version that passed its gate (``settings.trainer_promotion``).
+
+    ``swap`` promotes it now (servers hot-reload it within ``follow_interval_s``); ``rollout`` starts a
+    rollout of it against the live model of its tier instead (shadow first; ``pricestream rollout
+    advance`` moves it on). Returns what was done: ``"promoted"`` or ``"rollout"``.
+    """
+    from routing.delivery import RolloutController
+
+    registry = ModelRegistry(settings.registry())
+    if settings.trainer_promotion == "swap":
+        registry.promote(version)
+        return "promoted"
+    live = registry.current(registry.show(version).tier)
+    RolloutController(settings.delivery()).start(
+        version, incumbent_version=None if live is None else live.version, reason=reason)
+    return "rollout"
