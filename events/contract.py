@@ -53,6 +53,7 @@ from events.models import (
     EVENT_TIME_MAX_MS,
     EVENT_TIME_MIN_MS,
     INSTANT_TEXT,
+    MAX_RECORD_BYTES,
     SCHEMA_VERSION,
     UUID_TEXT,
     Record,
@@ -67,6 +68,9 @@ FLAG_RULES: tuple[dict[str, Any], ...] = (
     {"flag": "price_outlier", "fields": list(PRICE_FIELDS), "outside": "price_range", "skip_zero": True},
 )
 """Plausibility flags, in order: data read by :func:`flags` and by the Flink job's parser."""
+DLQ_PAYLOAD_BYTES = 262_144
+"""A dead letter keeps at most this many bytes of its record (the headers say how many it had): a record
+too large for the producer's ``max.request.size`` once crashed the job at every restart."""
 FLAGS_HEADER = "pricestream-flags"
 """Kafka header the SDK sets on a flagged record: the flags, comma-separated."""
 
@@ -166,6 +170,8 @@ def job_spec(hotels: Mapping[str, HotelProfile] | None = None) -> dict[str, Any]
     """Everything the Flink job's parser checks, as one JSON-able document."""
     return {
         "schema_version": SCHEMA_VERSION,
+        "max_record_bytes": MAX_RECORD_BYTES,
+        "dlq_payload_bytes": DLQ_PAYLOAD_BYTES,
         "event_time_ms": [EVENT_TIME_MIN_MS, EVENT_TIME_MAX_MS],
         "text_forms": {"uuid": UUID_TEXT, "date": DATE_TEXT, "instant": INSTANT_TEXT},
         "types": field_spec(),

@@ -49,6 +49,9 @@ CHANNELS: tuple[str, ...] = ("web", "mobile", "ota", "gds", "direct", "corporate
 Tier = Literal["rules", "light", "heavy"]
 
 
+MAX_RECORD_BYTES = 1_000_000
+"""Largest record the contract accepts, in bytes of JSON: under Kafka's default ``max.request.size``
+(1 MiB), so that whatever the SDK sends can also be written to a DLQ. A real event is under 1 KB."""
 ENVELOPE: tuple[str, ...] = ("event_id", "event_type", "event_time", "schema_version")
 """Fields every record on the wire carries. Required when parsing the wire form; Python callers and
 the HTTP API may leave them to their defaults (a new id, now, the current version)."""
@@ -443,6 +446,9 @@ def parse_event(
         EventValidationError: naming the field, the value and the expectation.
     """
     text = raw if not isinstance(raw, dict) else _dict_to_json(raw)
+    if len(text) > MAX_RECORD_BYTES:  # str: characters, at most 4 bytes each; checked again as bytes on the way out
+        raise EventValidationError(field="<record>", value=f"{len(text)} bytes",
+                                   expected=f"a record of at most {MAX_RECORD_BYTES} bytes")
     try:
         payload = _JSON_OBJECT.validate_json(text)
     except ValidationError as exc:

@@ -129,7 +129,7 @@ def classified_view() -> str:
     """The rows that fail the contract or come late, with ``reason`` and ``error_class`` for the DLQ headers."""
     return f"""
 CREATE TEMPORARY VIEW classified AS
-SELECT payload, src_topic, src_partition, src_offset, error_field,
+SELECT payload, dlq_payload, payload_bytes, src_topic, src_partition, src_offset, error_field,
   CASE WHEN reason IS NOT NULL THEN reason
        WHEN {_LATE} THEN 'late event: event_time older than the allowed out-of-orderness'
   END AS reason,
@@ -168,10 +168,14 @@ WHERE reason IS NULL AND NOT ({_LATE})"""
 
 
 def dlq_insert() -> str:
-    """Refused and late rows, with the five DLQ headers and the field the contract named."""
+    """Refused and late rows, with the five DLQ headers, the field the contract named and the record's size.
+
+    A record larger than ``events.contract.DLQ_PAYLOAD_BYTES`` is dead-lettered cut to that size.
+    """
     return """
 INSERT INTO dlq_sink
-SELECT payload, MAP[
+SELECT COALESCE(dlq_payload, payload), MAP[
+  'payload_bytes', ENCODE(CAST(payload_bytes AS STRING), 'UTF-8'),
   'source_topic', ENCODE(src_topic, 'UTF-8'),
   'source_partition', ENCODE(CAST(src_partition AS STRING), 'UTF-8'),
   'source_offset', ENCODE(CAST(src_offset AS STRING), 'UTF-8'),

@@ -62,6 +62,7 @@ def _hostile() -> list[tuple[bytes, str | None]]:
         (json.dumps(booking | {"nights": 61}).encode(), "nights"),
         (patched(price_shown=1e9), "price_shown"),
         (patched(hotel_id="h\u2028"), "hotel_id"),
+        (b'{"event_type": "view", "pad": "' + b"x" * 2_000_000 + b'"}', "<record>"),  # once crashed the job
     ]
 
 
@@ -96,7 +97,8 @@ def verdicts(stack: StackConfig) -> tuple[list[tuple[bytes, str | None]], dict[i
     make_topics(kafka, partitions=1)
     from events.producer import Producer
 
-    with Producer(kafka, topic="behaviour.events") as producer:
+    # a third-party client that lets a 2 MB record through (lz4 packs it far below the broker's limit)
+    with Producer(kafka, topic="behaviour.events", extra={"message.max.bytes": 4_000_000}) as producer:
         for raw, _ in samples:
             producer.send_raw(b"k", raw)  # straight to the topic, as a third-party client would
     hotels = {"Resort Hotel": HotelProfile(zone="America/New_York", price_range=(40.0, 500.0))}
@@ -110,6 +112,7 @@ def verdicts(stack: StackConfig) -> tuple[list[tuple[bytes, str | None]], dict[i
     for msg in dlq:
         headers = {k: v.decode() for k, v in msg.headers()}
         job[int(headers["source_offset"])] = headers["error_field"]
+        assert len(msg.value()) <= min(int(headers["payload_bytes"]), 262_144)
     rows = [json.loads(m.value()) for m in read_all(kafka, "features.v1")]
     for row in rows:
         if row["view"] == "hotel_stats":  # one row per valid event; its version ends with the offset

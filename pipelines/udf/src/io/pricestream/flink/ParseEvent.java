@@ -38,15 +38,18 @@ import org.apache.flink.types.Row;
 @FunctionHint(output = @DataTypeHint(
     "ROW<reason STRING, error_field STRING, error_class STRING, flags STRING, event_type STRING,"
         + " hotel_id STRING, room_type STRING, stay_date DATE, event_time_ms BIGINT, price_shown DOUBLE,"
-        + " price_paid DOUBLE, rate DOUBLE, rooms_left INT, capacity INT, rooms INT, nights INT>"))
+        + " price_paid DOUBLE, rate DOUBLE, rooms_left INT, capacity INT, rooms INT, nights INT,"
+        + " payload_bytes INT, dlq_payload BYTES>"))
 public class ParseEvent extends TableFunction<Row> {
 
     public static final String SPEC_PARAMETER = "pricestream.contract";
-    private static final int ARITY = 16;
+    private static final int ARITY = 18;
 
     private transient JsonMapper mapper;
     private transient Map<String, List<FieldRule>> types;
     private transient List<JsonNode> flagRules;
+    private transient int maxBytes;
+    private transient int dlqBytes;
     private transient long minMs;
     private transient long maxMs;
     private transient Pattern uuidText;
@@ -97,6 +100,8 @@ public class ParseEvent extends TableFunction<Row> {
             .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
             .build();
         JsonNode spec = mapper.readTree(Base64.getUrlDecoder().decode(encoded));
+        maxBytes = spec.get("max_record_bytes").asInt();
+        dlqBytes = spec.get("dlq_payload_bytes").asInt();
         minMs = spec.get("event_time_ms").get(0).asLong();
         maxMs = spec.get("event_time_ms").get(1).asLong();
         uuidText = Pattern.compile(spec.get("text_forms").get("uuid").asText());
@@ -163,13 +168,21 @@ public class ParseEvent extends TableFunction<Row> {
             row.setField(0, invalid.getMessage());
             row.setField(1, invalid.field);
             row.setField(2, invalid.errorClass);
+            if (payload != null && payload.length > dlqBytes) {
+                row.setField(17, java.util.Arrays.copyOf(payload, dlqBytes));  // what the DLQ keeps of it
+            }
         }
+        row.setField(16, payload == null ? 0 : payload.length);
         collect(row);
     }
 
     private JsonNode parse(byte[] payload) throws Invalid {
         if (payload == null) {
             throw new Invalid("<record>", "record: empty (a tombstone), expected one JSON object", "MalformedRecord");
+        }
+        if (payload.length > maxBytes) {
+            throw new Invalid("<record>", "record: " + payload.length + " bytes, expected a record of at most "
+                + maxBytes + " bytes", "MalformedRecord");
         }
         String text;
         try {
