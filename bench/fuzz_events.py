@@ -47,7 +47,8 @@ def _seeds() -> list[bytes]:
            "event_time": datetime(2026, 12, 1, tzinfo=UTC)}
     records = [SearchEvent(**key), ViewEvent(**key, price_shown=120.0), BookingEvent(**key, price_paid=0.0, nights=0),
                CancellationEvent(**key, booking_id="1b4e28ba-2fa1-11d2-883f-0016d3cca427"),
-               CompetitorRateEvent(**key, competitor_id="c", rate=99.5), InventoryEvent(**key, rooms_left=3, capacity=9),
+               CompetitorRateEvent(**key, competitor_id="c", rate=99.5),
+               InventoryEvent(**key, rooms_left=3, capacity=9),
                PricingRequest(**key, nights=2, last_published_price=150.0)]
     raw = [dumps(r) for r in records]
     return [*raw, raw[1].replace(b"120.0", b"NaN"), raw[1] + b" x", raw[1].replace(b'"h1"', b'"h\\ud800"'),
