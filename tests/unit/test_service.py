@@ -177,3 +177,90 @@ def test_audit_disk_failure_keeps_pricing_but_fails_health() -> None:
         health = test_client.get("/healthz")
         assert (health.status_code, health.json()["audit_failing"]) == (503, True)
     assert scorer.stats.value("pricestream_scorer_side_errors_total", stage="audit") == 1.0
+
+
+class DownFeatureSource:
+    """A feature source whose store is down, with a password in the address it names."""
+
+    def read(self, hotel_id: str, room_type: str, stay_date: date) -> FeatureRead:
+        msg = "Redis at 'redis://app:hunter2@10.0.0.9:6379/0' could not be read: ConnectionError: refused"
+        raise FeatureStoreUnavailable(msg)
+
+
+def test_healthz_is_503_naming_the_failing_source_without_its_password() -> None:
+    scorer = Scorer(ScorerConfig(), rules=RuleSet.from_yaml(RULES), feature_source=DownFeatureSource(),
+                    light=HalfPricePricer(), heavy=None, router=TieredRouter())
+    with TestClient(create_app(scorer)) as test_client:
+        health = test_client.get("/healthz")
+        assert health.status_code == 503
+        body = health.json()
+        assert body["status"] == "degraded"
+        assert body["reason"] == ("down: Redis at 'redis://app:***@10.0.0.9:6379/0' could not be read: "
+                                  "ConnectionError: refused")
+        decision = test_client.post("/v1/price", json=BODY).json()
+        assert decision["degraded"] is True and "hunter2" not in decision["degraded_reason"]
+        assert "app:***@10.0.0.9" in decision["degraded_reason"]
+
+
+def test_healthz_probes_can_be_named_and_a_rules_only_scorer_stays_200() -> None:
+    scorer = Scorer(ScorerConfig(), rules=RuleSet.from_yaml(RULES), feature_source=MemoryFeatureSource(),
+                    light=None, heavy=None, router=TieredRouter())
+
+    def kafka_down() -> None:
+        msg = "sasl.password=hunter2 rejected by broker"
+        raise RuntimeError(msg)
+
+    with TestClient(create_app(scorer, probes={})) as ok_client:
+        health = ok_client.get("/healthz")
+        assert (health.status_code, health.json()["status"]) == (200, "degraded")
+        assert health.json()["reason"] == "no light model loaded: rules prices only"
+    with TestClient(create_app(scorer, probes={"kafka": kafka_down})) as down_client:
+        health = down_client.get("/healthz")
+        assert health.status_code == 503
+        assert health.json()["reason"] == "kafka: RuntimeError: sasl.password=*** rejected by broker"
+
+
+def test_anything_the_contract_model_raises_is_a_422_naming_the_field(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pydantic import field_validator
+
+    import pricing.http_body as http_body
+
+    class Fragile(PricingRequest):
+        @field_validator("guest_key")
+        @classmethod
+        def _explode(cls, value: str | None) -> str | None:
+            if value == "boom":
+                raise OSError(75, "Value too large for defined data type")
+            return value
+
+    monkeypatch.setattr(http_body, "PricingRequest", Fragile)
+    error = _error(client.post("/v1/price", json=BODY | {"guest_key": "boom"}))
+    assert (error["field"], error["value"]) == ("guest_key", "boom")
+    assert error["expected"].startswith("a value the contract can read (OSError: ")
+    batch = _error(client.post("/v1/price:batch", json=[BODY, BODY | {"guest_key": "boom"}]))
+    assert batch["field"] == "[1].guest_key"
+    assert client.post("/v1/price", json=BODY | {"guest_key": "fine"}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("raw", "field", "value"),
+    [
+        (b'{"hotel_id": "h1", "room_type": "std", "stay_date": "2026-12-20", "last_published_price": NaN}',
+         "last_published_price", "NaN"),
+        (b'{"hotel_id": "h1", "room_type": "std", "stay_date": "2026-12-20", "nights": -Infinity}', "nights",
+         "-Infinity"),
+        (b'{"hotel_id": "\\ud800", "room_type": "std", "stay_date": "2026-12-20"}', "hotel_id", "\\ud800"),
+        (b'{"hotel_id": "h\xc3", "room_type": "std", "stay_date": "2026-12-20"}', "<body>",
+         "bytes b'\\xc3\", ' at byte 15"),
+    ],
+)
+def test_unrepresentable_values_are_echoed_as_text_in_strict_json(
+    client: TestClient, raw: bytes, field: str, value: str
+) -> None:
+    response = client.post("/v1/price", content=raw, headers={"content-type": "application/json"})
+    text = response.content.decode("utf-8")
+    error = json.loads(text, parse_constant=lambda token: pytest.fail(f"{token} in the answer"))["errors"][0]
+    assert response.status_code == 422
+    assert (error["field"], error["value"]) == (field, value)
