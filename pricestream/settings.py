@@ -14,10 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+import yaml
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from events.config import KafkaConfig
+from events.contract import HotelProfile
 from features.config import FeaturesConfig
 from infra.config import REPO_ROOT, StackConfig
 from pipelines.config import FeatureJobConfig
@@ -47,6 +49,9 @@ class Settings(BaseSettings):
     registry_root: Path | None = None
     audit_log: Path | None = None
     rules_file: Path = REPO_ROOT / "pricing" / "rules" / "default.yaml"
+    hotels_file: Path | None = None
+    """YAML of hotel profiles (``hotel_id: {zone: Europe/Lisbon, price_range: [40, 400]}``) for the contract's
+    stay-date rule and outlier flag; without it every hotel is checked in UTC-12 with the default range."""
     druid_url: str = "http://127.0.0.1:18888"
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8000, gt=0, lt=65536)
@@ -147,6 +152,20 @@ class Settings(BaseSettings):
             kafka=self.kafka(),
         )
 
+    def hotel_profiles(self) -> dict[str, HotelProfile]:
+        """The profiles of ``hotels_file`` (none without it).
+
+        Raises:
+            ValueError: the file is not a mapping of hotel ids to valid profiles (names the hotel and field).
+        """
+        if self.hotels_file is None:
+            return {}
+        raw = yaml.safe_load(self.hotels_file.read_text(encoding="utf-8")) or {}
+        if not isinstance(raw, dict):
+            msg = f"{self.hotels_file}: expected a mapping of hotel_id to profile, got {type(raw).__name__}"
+            raise ValueError(msg)
+        return {str(hotel): HotelProfile.model_validate(profile) for hotel, profile in raw.items()}
+
     def feature_job(self, **overrides: object) -> FeatureJobConfig:
         """The Flink feature job's config: this Kafka, the resolved connector jar, checkpoints under state."""
         kafka = self.kafka()
@@ -155,5 +174,6 @@ class Settings(BaseSettings):
             "topic_prefix": kafka.topic_prefix,
             "connector_jar": self.stack().flink_kafka_connector_jar,
             "checkpoint_dir": self.state_dir / "flink" / "feature-job-checkpoints",
+            "hotels": self.hotel_profiles(),
         }
         return FeatureJobConfig.model_validate(fields | {k: v for k, v in overrides.items() if v is not None})
