@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 from confluent_kafka import Consumer
+from pydantic import SecretStr
 
 from events.admin import create_topic
 from events.config import KafkaConfig
@@ -118,3 +119,21 @@ def test_oversized_event_is_refused_at_a_configured_limit(kafka_config: KafkaCon
     producer.send(_view())
     producer.flush(timeout_s=30)
     assert producer.stats.delivered == 1
+
+
+def test_a_failing_sasl_login_leaks_no_password(
+    kafka_config: KafkaConfig, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "k4fka-s3cret-91b2"
+    config = kafka_config.model_copy(update={"security_protocol": "SASL_PLAINTEXT", "sasl_username": "svc",
+                                             "sasl_password": SecretStr(secret)})
+    producer = Producer(config, topic="sasl.events", extra={**_FAIL_FAST, "sasl.mechanisms": "PLAIN"})
+    producer.send(_view())
+    with pytest.raises(DeliveryError) as err:  # the broker's listener is PLAINTEXT: the SASL login never completes
+        producer.flush(timeout_s=30)
+    assert "1 records failed delivery" in str(err.value)
+    assert secret not in str(err.value) and secret not in repr(config)
+    assert all(secret not in text for text in producer.stats.errors)
+    captured = capfd.readouterr()
+    assert secret not in captured.out + captured.err
+    assert all(secret not in record.getMessage() for record in caplog.records)

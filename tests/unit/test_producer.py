@@ -80,3 +80,41 @@ def test_producer_conf_keeps_the_delivery_guarantees() -> None:
     conf = producer_conf(KafkaConfig(linger_ms=7), extra={"compression.type": "zstd"})
     assert (conf["acks"], conf["enable.idempotence"], conf["linger.ms"]) == ("all", True, 7)
     assert conf["compression.type"] == "zstd"
+
+
+def _wire(**patch: object) -> dict[str, object]:
+    """A valid view as it travels (every field, JSON types), with ``patch`` applied."""
+    return {**_view().model_dump(mode="json"), **patch}
+
+
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        ({"event_time": 1e20}, "event_time"),  # datetime.fromtimestamp raised OSError [Errno 75] here
+        ({"event_time": -1e20}, "event_time"),
+        ({"event_time": float("nan")}, "event_time"),
+        ({"price_shown": float("nan")}, "price_shown"),
+        ({"price_shown": float("inf")}, "price_shown"),
+        ({"price_shown": "NaN"}, "price_shown"),
+        ({"schema_version": 2}, "schema_version"),
+        ({"hotel_id": "h" * 200}, "hotel_id"),
+        ({"hotel_id": 42}, "hotel_id"),
+    ],
+)
+def test_the_sdk_refuses_the_issue_cases_with_event_validation_error(
+    producer: Producer, patch: dict[str, object], field: str
+) -> None:
+    with pytest.raises(EventValidationError) as err:
+        producer.send(_wire(**patch))
+    assert err.value.field == field
+
+
+def test_an_oversized_record_is_refused_before_queueing(producer: Producer) -> None:
+    small = Producer(KafkaConfig(bootstrap_servers="127.0.0.1:1"), topic="t",
+                     extra={"log_level": 0, "message.max.bytes": 1_000})
+    assert small.max_record_bytes == 1_000
+    with pytest.raises(EventValidationError) as err:
+        small.send_raw(b"h1", b"x" * 999)
+    assert (err.value.field, err.value.value) == ("<record>", "1001 bytes")
+    assert small.stats.sent == 0
+    assert producer.max_record_bytes == 1_000_000
