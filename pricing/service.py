@@ -38,6 +38,8 @@ Example:
 from __future__ import annotations
 
 import gc
+import json
+import math
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -46,7 +48,7 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
@@ -237,6 +239,17 @@ def health_report(scorer: Any, probes: Mapping[str, Probe]) -> tuple[int, dict[s
     return 200, health
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with non-finite floats as ``None`` (a threshold at infinity must not turn /healthz into a 500)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def create_app(
     scorer: Scorer,
     config: ServiceConfig | None = None,
@@ -291,9 +304,10 @@ def create_app(
 
     @app.get("/healthz", summary="Liveness, dependencies and models in force", response_model=Health,
              responses=HEALTH_RESPONSES)
-    def healthz() -> JSONResponse:
+    def healthz() -> Response:
         status, health = health_report(scorer, checks)
-        return JSONResponse(health, status_code=status)
+        return Response(json.dumps(_finite(health), allow_nan=False, default=str), status_code=status,
+                        media_type="application/json")
 
     @app.get("/metrics", summary="Prometheus metrics", response_class=PlainTextResponse, responses=METRICS_RESPONSES)
     def metrics() -> Response:
