@@ -15,7 +15,10 @@ Generation runs in chunks of ``--chunk`` inputs, each with its own Hypothesis se
 
 Each input goes through ``parse_body`` once. Counted: inputs, accepted requests, our
 validation errors (:class:`~pricing.http_body.BadRequest`, by status), and any other
-exception, printed with its input; the run exits 1 if there is one. Timing: the parser's
+exception, printed with its input; the run exits 1 if there is one. An accepted body is
+also checked by an independent oracle (``json.loads`` refusing constants, then no
+non-finite number and no lone surrogate): accepting one that is not strict JSON counts
+as a failure too. Timing: the parser's
 inputs/s, against the peer, plain ``json.loads`` of the same bytes in the same run
 (the ratio says what the strict checks and the contract cost over merely decoding).
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import sys
 import time
@@ -188,6 +192,34 @@ def generate(n: int, chunk_seed: int) -> list[tuple[bytes, str | None, bool]]:
     return out[:n]
 
 
+def _refuse_constant(token: str) -> None:
+    msg = f"constant {token}"
+    raise ValueError(msg)
+
+
+def strict_json_problem(raw: bytes) -> str | None:
+    """Why ``raw`` is not RFC 8259 JSON (an oracle independent of the target), else ``None``."""
+    try:
+        stack = [json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)]
+    except (ValueError, RecursionError) as exc:
+        return str(exc)[:100]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return f"non-finite number {item!r}"
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "lone surrogate"
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
 def parse_all(inputs: list[tuple[bytes, str | None, bool]], tally: Tally) -> None:
     """Run the target on every input, counting outcomes; any exception but ours is kept with its input."""
     t0 = time.perf_counter()
@@ -195,6 +227,9 @@ def parse_all(inputs: list[tuple[bytes, str | None, bool]], tally: Tally) -> Non
         try:
             parse_body(raw, content_type=content_type, batch=batch)  # type: ignore[call-overload]
             tally.accepted += 1
+            if (why := strict_json_problem(raw)) is not None:  # the oracle: only strict JSON may be accepted
+                tally.other.append((f"accepted a body that is not strict JSON: {why}", raw[:300], content_type,
+                                    batch))
         except BadRequest as exc:
             tally.refused[exc.status] += 1
         except Exception as exc:  # noqa: BLE001 - the bench exists to find these
