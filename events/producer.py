@@ -2,9 +2,9 @@
 
 Validation happens before anything is sent: an invalid event raises
 :class:`~events.errors.EventValidationError` naming the field, the value and the
-expectation, and nothing reaches the broker. So does a record larger than
-``max_record_bytes`` (the broker would refuse it anyway, but only later and in a
-delivery report). Idempotence is on and ``acks=all``; delivery reports reach the
+expectation, and nothing reaches the broker. So does a record (key and value) larger
+than ``max_record_bytes``: the contract's :data:`~events.models.MAX_RECORD_BYTES`, or a
+smaller ``message.max.bytes`` given in ``extra``. Idempotence is on and ``acks=all``; delivery reports reach the
 caller through ``on_delivery``.
 
 Nothing is lost without a word: :meth:`Producer.flush` and :meth:`Producer.close`
@@ -29,14 +29,10 @@ from pydantic import ValidationError
 
 from events.config import KafkaConfig
 from events.errors import DeliveryError, EventValidationError
-from events.models import Record, dumps, parse_event, to_validation_error
+from events.models import MAX_RECORD_BYTES, Record, dumps, parse_event, to_validation_error
 from events.redact import redact
 
 log = logging.getLogger(__name__)
-
-DEFAULT_MAX_RECORD_BYTES = 1_000_000
-"""librdkafka's ``message.max.bytes`` default (Java's ``max.request.size`` is 1 MiB): the largest record
-the producer would pass to the broker, key and value together."""
 
 _KEPT_ERRORS = 100
 """Delivery error texts kept in :class:`DeliveryStats` (the counts are exact; the texts are for reading)."""
@@ -97,7 +93,9 @@ class Producer:
         self.stats = DeliveryStats()
         self._on_delivery = on_delivery
         conf = producer_conf(config, extra=extra)
-        self.max_record_bytes = int(conf.get("message.max.bytes", DEFAULT_MAX_RECORD_BYTES))
+        # the contract's limit, which is also librdkafka's message.max.bytes default; a smaller one set in
+        # ``extra`` is the broker-side limit this producer must respect
+        self.max_record_bytes = min(int(conf.get("message.max.bytes", MAX_RECORD_BYTES)), MAX_RECORD_BYTES)
         self._secrets = [config.sasl_password.get_secret_value()] if config.sasl_password else []
         self._failed_since_flush = 0
         self._first_error: str | None = None

@@ -13,8 +13,8 @@ from pydantic import SecretStr
 from events.admin import create_topic
 from events.config import KafkaConfig
 from events.errors import DeliveryError, EventValidationError
-from events.models import ViewEvent
-from events.producer import DEFAULT_MAX_RECORD_BYTES, Producer
+from events.models import MAX_RECORD_BYTES, ViewEvent
+from events.producer import Producer
 
 pytestmark = pytest.mark.integration
 
@@ -96,12 +96,12 @@ def test_successful_deliveries_do_not_raise_and_arrive(kafka_config: KafkaConfig
 def test_oversized_record_is_refused_before_sending_at_the_default_limit(kafka_config: KafkaConfig) -> None:
     create_topic(kafka_config, "big.events", partitions=1)
     producer = Producer(kafka_config, topic="big.events")
-    assert producer.max_record_bytes == DEFAULT_MAX_RECORD_BYTES
+    assert producer.max_record_bytes == MAX_RECORD_BYTES
     with pytest.raises(EventValidationError) as err:
-        producer.send_raw(b"h1", b"x" * DEFAULT_MAX_RECORD_BYTES)
+        producer.send_raw(b"h1", b"x" * MAX_RECORD_BYTES)
     assert err.value.field == "<record>"
-    assert err.value.value == f"{DEFAULT_MAX_RECORD_BYTES + 2} bytes"
-    assert f"at most {DEFAULT_MAX_RECORD_BYTES} bytes" in err.value.expected
+    assert err.value.value == f"{MAX_RECORD_BYTES + 2} bytes"
+    assert f"at most {MAX_RECORD_BYTES} bytes" in err.value.expected
     assert producer.stats.sent == 0
     producer.send_raw(b"h1", b"x" * 900_000)  # under the limit: delivered
     producer.flush(timeout_s=30)
