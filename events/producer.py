@@ -28,6 +28,7 @@ from confluent_kafka import Producer as _KafkaProducer
 from pydantic import ValidationError
 
 from events.config import KafkaConfig
+from events.contract import FLAGS_HEADER, HotelProfile, flags
 from events.errors import DeliveryError, EventValidationError
 from events.models import MAX_RECORD_BYTES, Record, dumps, parse_event, to_validation_error
 from events.redact import redact
@@ -47,6 +48,8 @@ class DeliveryStats:
     sent: int = 0
     delivered: int = 0
     failed: int = 0
+    flagged: int = 0
+    """Sent with plausibility flags (header ``pricestream-flags``: complimentary, day_use, price_outlier)."""
     errors: list[str] = field(default_factory=list)
 
 
@@ -87,8 +90,12 @@ class Producer:
         topic: str = "behaviour.events",
         on_delivery: DeliveryCallback | None = None,
         extra: Mapping[str, Any] | None = None,
+        hotels: Mapping[str, HotelProfile] | None = None,
     ) -> None:
         self.config = config
+        self.hotels = dict(hotels or {})
+        # the hotel profiles of the contract's stay-date rule (the Flink job gets the same ones)
+        self._context = {"hotels": self.hotels}
         self.topic = config.topic(topic)
         self.stats = DeliveryStats()
         self._on_delivery = on_delivery
@@ -122,13 +129,18 @@ class Producer:
             EventValidationError: the event breaks the contract; nothing was sent.
         """
         if isinstance(event, Record):
-            record = _revalidate(event)
+            record = _revalidate(event, self._context)
         elif isinstance(event, Mapping):
-            record = parse_event(dict(event))
+            # the SDK fills the envelope (a new event_id, now, the current version) like the model does
+            record = parse_event(dict(event), context=self._context, envelope=False)
         else:
             kind = type(event).__name__
             raise EventValidationError(field="<record>", value=kind, expected="a contract model or a mapping")
-        self.send_raw(record.key.encode(), dumps(record))
+        marks = flags(record, self.hotels)
+        headers: list[tuple[str, str | bytes | None]] | None = [(FLAGS_HEADER, ",".join(marks))] if marks else None
+        if marks:
+            self.stats.flagged += 1
+        self.send_raw(record.key.encode(), dumps(record), headers)
 
     def send_many(self, events: Iterable[Record]) -> int:
         n = 0
@@ -195,14 +207,15 @@ class Producer:
             log.error("closing the producer after %s: %s", type(exc).__name__, delivery)
 
 
-def _revalidate(event: Record) -> Record:
+def _revalidate(event: Record, context: dict[str, Any] | None = None) -> Record:
     """Check a model again before it leaves: ``model_construct`` and mutation skip validation.
 
     Goes straight to the model's core validator with the field dict (what ``model_validate``
     does, minus its Python wrapper): this runs once per record sent.
     """
     try:
-        return type(event).__pydantic_validator__.validate_python(event.__dict__)  # type: ignore[no-any-return]
+        validator = type(event).__pydantic_validator__
+        return validator.validate_python(event.__dict__, context=context)  # type: ignore[no-any-return]
     except ValidationError as exc:
         raise to_validation_error(exc) from exc
 

@@ -116,4 +116,30 @@ def test_malformed_record_goes_to_dlq_and_consumer_goes_on(kafka_config: KafkaCo
         assert int(headers["source_offset"]) in (1, 2)
         assert headers["error_class"] == b"EventValidationError"
     reasons = sorted(dict(m.headers())["error_message"].decode() for m in dlq)
-    assert any("price_shown" in r or "room" in r or "stay_date" in r for r in reasons)
+    assert any("'event_id'" in r for r in reasons)  # the wire envelope comes first, as in the Flink job
+
+
+def test_sdk_flags_dataset_edge_cases_and_checks_stay_dates_in_the_hotels_zone(kafka_config: KafkaConfig) -> None:
+    """A complimentary day-use booking goes out with its flags header; an arrival-evening search
+    west of UTC is accepted for a New York hotel and refused for a Tokyo one, before sending."""
+    from events.contract import FLAGS_HEADER, HotelProfile
+    from events.models import BookingEvent
+
+    create_topics(kafka_config, [TOPICS["behaviour.events"]])
+    evening = datetime(2026, 7, 1, 23, 30, tzinfo=UTC)  # 19:30 in New York, 08:30 next day in Tokyo
+    hotels = {"ny": HotelProfile(zone="America/New_York"), "tokyo": HotelProfile(zone="Asia/Tokyo")}
+    free = BookingEvent(hotel_id="ny", room_type="std", stay_date=date(2026, 7, 1), event_time=evening,
+                        price_paid=0.0, nights=0)
+    with Producer(kafka_config, topic="behaviour.events", hotels=hotels) as producer:
+        producer.send(free)
+        producer.send({"event_type": "search", "hotel_id": "ny", "room_type": "std", "stay_date": "2026-07-01",
+                       "event_time": int(evening.timestamp() * 1000)})
+        with pytest.raises(EventValidationError) as refused:
+            producer.send({"event_type": "search", "hotel_id": "tokyo", "room_type": "std",
+                           "stay_date": "2026-07-01", "event_time": int(evening.timestamp() * 1000)})
+    assert refused.value.field == "stay_date"
+    assert (producer.stats.delivered, producer.stats.flagged) == (2, 1)
+    got = _drain(kafka_config, "behaviour.events", 2)
+    headers = [dict(m.headers() or []) for m in got]
+    assert headers[0][FLAGS_HEADER] == b"complimentary,day_use"
+    assert FLAGS_HEADER not in headers[1]
