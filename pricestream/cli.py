@@ -139,13 +139,14 @@ def produce(
     from events.admin import create_topics
     from pricestream.produce import produce as run_produce
 
-    config = settings().kafka()
+    s = settings()
+    config = s.kafka()
     if "created" in create_topics(config).values():
         with err.status("waiting for the new topics' partition leaders"):
             _wait_for_leaders(config, ("behaviour.events", "behaviour.events.dlq"))
     with progress_bar("producing", total=int(rate * duration)) as bar:
         report = run_produce(
-            config, hotels=hotels, rate=rate, duration_s=duration, seed=seed,
+            config, hotels=hotels, rate=rate, duration_s=duration, seed=seed, profiles=s.hotel_profiles(),
             on_progress=lambda n: bar.advance(bar.task_ids[0], n),
         )
     out.print(

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from confluent_kafka import Consumer, TopicPartition
 
 from events.config import KafkaConfig
+from events.contract import HotelProfile
 from events.errors import EventValidationError
 from events.producer import Producer
 from events.simulator import Market, MarketConfig, simulate
@@ -52,6 +53,7 @@ def produce(
     duration_s: float,
     seed: int = 7,
     start: datetime | None = None,
+    profiles: Mapping[str, HotelProfile] | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> ProduceReport:
     """Publish ``rate × duration_s`` simulated events, paced to ``rate`` per second.
@@ -65,7 +67,7 @@ def produce(
     dlq_before = dlq_size(config)
     rejected = 0
     t0 = time.perf_counter()
-    with Producer(config, topic="behaviour.events") as producer:
+    with Producer(config, topic="behaviour.events", hotels=profiles) as producer:
         stream = simulate(market, start=begin, duration=timedelta(days=365), max_events=target, rng_seed=seed)
         for i, event in enumerate(stream, start=1):
             try:
