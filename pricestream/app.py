@@ -191,6 +191,8 @@ class ServingPath:
     audit: AuditLog | None
     publisher: DecisionPublisher | None
     follower: Follower
+    http_limits: tuple[int, int] = (64_000, 256)
+    """The HTTP layer's (largest body in bytes, most requests per batch), from settings."""
     _closed: bool = False
 
     def close(self) -> None:
@@ -268,7 +270,8 @@ def build_serving_path(
         interval_s=settings.follow_interval_s,
     )
     follower.start()
-    return ServingPath(scorer=rollout, audit=log_file, publisher=publisher, follower=follower)
+    return ServingPath(scorer=rollout, audit=log_file, publisher=publisher, follower=follower,
+                       http_limits=(settings.http_max_body_bytes, settings.http_max_batch))
 
 
 def http_app(path: ServingPath) -> FastAPI:
@@ -278,10 +281,12 @@ def http_app(path: ServingPath) -> FastAPI:
     request, and before it re-raises the SIGTERM that stopped it: so every decision returned
     to a caller is audited (fsynced) and acknowledged by Kafka before the process exits.
     """
-    from pricing.service import create_app
+    from pricing.service import ServiceConfig, create_app, feature_probe
 
     # RolloutScorer has the scorer surface create_app uses (price, price_batch, health, config, stats)
-    api = create_app(cast(Scorer, path.scorer))
+    max_body, max_batch = path.http_limits
+    api = create_app(cast(Scorer, path.scorer), ServiceConfig(max_body_bytes=max_body, max_batch=max_batch),
+                     probes={"redis": feature_probe(path.scorer.arms.incumbent.feature_source)})
     inner = api.router.lifespan_context
 
     @asynccontextmanager

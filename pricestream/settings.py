@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8000, gt=0, lt=65536)
     deadline_ms: float = 50.0
+    http_max_body_bytes: int = Field(default=64_000, gt=0)
+    """Largest HTTP request body (413 above it): 64 kB holds a full batch of 256 requests."""
+    http_max_batch: int = Field(default=256, ge=1)
     feast_project: str = "pricestream"
     rollout_state: Path | None = None
     reports_dir: Path = REPO_ROOT / "reports"

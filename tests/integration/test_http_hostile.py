@@ -30,7 +30,8 @@ def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def base_url(stack: StackConfig, state_dir: Path) -> Iterator[str]:
-    with serve(stack, state_dir) as url:
+    # a limit below the default, so the tests show the setting reaches the running server
+    with serve(stack, state_dir, PRICESTREAM_HTTP_MAX_BODY_BYTES="50000") as url:
         yield url
 
 
@@ -123,8 +124,8 @@ def test_a_huge_body_is_a_413_by_its_declared_length(http: httpx.Client) -> None
     body = _with('"guest_key": "' + "x" * 70_000 + '"')
     response = http.post("/v1/price", content=body, headers=JSON)
     error = _refused(response, status=413)
-    assert strict_json(response.content)["limit_bytes"] == 64_000
-    assert error["expected"] == "at most 64000 bytes"
+    assert strict_json(response.content)["limit_bytes"] == 50_000
+    assert error["expected"] == "at most 50000 bytes"
 
 
 def test_a_huge_chunked_body_is_a_413(http: httpx.Client) -> None:
@@ -138,7 +139,7 @@ def test_a_huge_chunked_body_is_a_413(http: httpx.Client) -> None:
 
 
 def test_deeply_nested_json_is_a_422(http: httpx.Client) -> None:
-    error = _refused(http.post("/v1/price", content=b"[" * 60_000 + b"]" * 2_000, headers=JSON))
+    error = _refused(http.post("/v1/price", content=b"[" * 40_000 + b"]" * 2_000, headers=JSON))
     assert error["field"] == "<body>" and "levels" in error["expected"]
 
 
