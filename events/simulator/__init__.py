@@ -16,8 +16,10 @@ from events.simulator.evaluate import PolicyResult, PolicyRun, oracle_policy, ru
 from events.simulator.frames import FRAME_COLUMNS, training_frame
 from events.simulator.generator import Offer, Policy, Simulation, simulate
 from events.simulator.market import Market
+from events.simulator.oracle import DPOracle
 
 __all__ = [
+    "DPOracle",
     "FRAME_COLUMNS",
     "Market",
     "MarketConfig",

@@ -1,0 +1,231 @@
+"""The capacity-aware oracle: the dynamic programme of :mod:`events.simulator.dp` under the market's truth.
+
+For every (hotel, room type, night) the market's true demand is laid out on a
+grid of periods in lead time (``LEAD_SCHEDULE``: coarse far from arrival, an
+hour wide in the last three days, where most of the late demand comes), with
+one shopper class per (segment, channel): its arrival rate (night volume x the
+segment's lead-time curve x the intra-day cycle x ``view_prob``), its logit
+intercept (willingness to pay with the last-minute premium, channel offset,
+median competitor rate in the middle of the period), slope, intent, rooms and
+nights, and its cancellation rate. The values are solved once per (hotel, room
+type), all nights at once, and a shopper is then quoted the price that
+maximises ``P(book | p) x (p - bid price)`` with the bid price read from the
+values of the period after the offer, at the offer's exact truth (segment,
+channel, nights, time).
+
+Approximations, all in the DP's favour or neutral: a cancelled booking frees
+its rooms at once (in the simulator they come back later), nights enter the
+recursion at their mean (the quote uses the shopper's own), and demand within
+a period is taken at its midpoint.
+
+Example:
+    >>> from datetime import date, datetime, timezone
+    >>> from events.simulator.config import MarketConfig
+    >>> from events.simulator.shoppers import Offer
+    >>> market = Market(MarketConfig(hotels=1, horizon_days=20, seed=3))
+    >>> oracle = DPOracle(market, first_night=date(2026, 1, 2), last_night=date(2026, 1, 25))
+    >>> at = datetime(2026, 1, 3, 18, tzinfo=timezone.utc)
+    >>> full = Offer("h0000", "suite", date(2026, 1, 6), at, "leisure", "web", 3, 5, 5)
+    >>> last = full._replace(rooms_left=1)
+    >>> oracle.bid_price(last) > oracle.bid_price(full) >= 0.0
+    True
+    >>> oracle.price(last) > oracle.price(full)
+    True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+import numpy as np
+import numpy.typing as npt
+
+from events.simulator.dp import quote, solve
+from events.simulator.errors import SimulatorError
+from events.simulator.market import _GRID_RANGE, _LAST_MINUTE_DAYS, Market
+from events.simulator.shoppers import Offer, Policy
+
+Array = npt.NDArray[np.float64]
+_DAY_S = 86_400.0
+LEAD_SCHEDULE: tuple[tuple[float, float], ...] = ((60.0, 3.0), (14.0, 1.0), (3.0, 1.0 / 6.0), (0.0, 1.0 / 24.0))
+"""(lead days down to which, period length in days): 3-day periods beyond 60 days, daily to 14, 4 h to 3, then
+hourly. Rates per period stay below ~0.3 shoppers per key in the last days at the default volume."""
+
+
+def lead_edges(horizon_days: float) -> Array:
+    """Period boundaries in lead days, descending from the horizon to 0.
+
+    Example:
+        >>> e = lead_edges(20.0)
+        >>> float(e[0]), float(e[-1]), len(e)
+        (20.0, 0.0, 145)
+    """
+    edges, lead = [float(horizon_days)], float(horizon_days)
+    for down_to, width in LEAD_SCHEDULE:
+        n = int(np.ceil((lead - down_to) / width - 1e-9))
+        if n > 0:
+            edges.extend(np.linspace(lead, down_to, n + 1)[1:].tolist())
+            lead = down_to
+    return np.asarray(edges)
+
+
+@dataclass(frozen=True)
+class _Classes:
+    """Shopper classes, one per (segment, channel)."""
+
+    segment: tuple[int, ...]
+    channel: tuple[str, ...]
+    share: Array  # the channel's share within its segment
+    b: Array
+    intent: Array
+    rooms_pmf: Array
+    nights: Array
+    keep: Array
+
+    @classmethod
+    def of(cls, market: Market) -> _Classes:
+        segs = market.config.segments
+        k_max = max(s.rooms[1] for s in segs)
+        seg, chan, share, pmf = [], [], [], []
+        for i, s in enumerate(segs):
+            total = sum(s.channels.values())
+            row = np.zeros(k_max)
+            row[s.rooms[0] - 1 : s.rooms[1]] = 1.0 / (s.rooms[1] - s.rooms[0] + 1)
+            for ch, w in s.channels.items():
+                seg.append(i)
+                chan.append(ch)
+                share.append(w / total)
+                pmf.append(row)
+        idx = np.asarray(seg)
+        sens = market.config.competitor_sensitivity
+        return cls(
+            segment=tuple(seg),
+            channel=tuple(chan),
+            share=np.asarray(share),
+            b=np.asarray(market.seg_elasticity)[idx] + sens,
+            intent=np.asarray(market.seg_intent)[idx],
+            rooms_pmf=np.asarray(pmf),
+            nights=np.asarray([segs[i].nights_mean for i in seg]),
+            keep=np.asarray([1.0 - segs[i].cancel_rate for i in seg]),
+        )
+
+
+class DPOracle:
+    """Capacity-aware prices for the nights ``first_night..last_night`` of a market (values solved lazily).
+
+    Raises:
+        SimulatorError: if the night range is empty.
+    """
+
+    def __init__(self, market: Market, *, first_night: date, last_night: date) -> None:
+        if last_night < first_night:
+            raise SimulatorError(field="last_night", value=last_night, expected=f"on or after {first_night}")
+        self.market = market
+        self._first = first_night.toordinal()
+        self._ordinals = np.arange(self._first, last_night.toordinal() + 1)
+        self._edges = lead_edges(market.config.horizon_days)
+        self._classes = _Classes.of(market)
+        self._index = {
+            (s, c): j for j, (s, c) in enumerate(zip(self._classes.segment, self._classes.channel, strict=True))
+        }
+        self._values: dict[tuple[int, int], npt.NDArray[np.float32]] = {}
+
+    # ------------------------------------------------------------ truth on the grid
+    def _intercepts(self, h: int, r: int, o: int, lead: Array, ts: Array) -> Array:
+        """Logit intercepts ``(len(lead), classes)`` of the night ``o`` at lead days ``lead`` (epoch ``ts``)."""
+        m, cl = self.market, self._classes
+        seg = np.asarray(cl.segment)
+        premium = np.asarray(m.seg_premium)[seg]
+        wtp = m.wtp_base(h, r, o) * (1.0 + premium * np.exp(-np.maximum(lead, 0.0) / _LAST_MINUTE_DAYS)[:, None])
+        log_comp = np.log([m.comp_median(h, r, o, float(t)) for t in ts])
+        sens = m.config.competitor_sensitivity
+        base = np.asarray(m.seg_alpha)[seg] + np.array([m.config.channel_offsets[c] for c in cl.channel])
+        return np.asarray(base + np.asarray(m.seg_elasticity)[seg] * np.log(wtp) + sens * log_comp[:, None])
+
+    def _grid(self, h: int, r: int) -> tuple[Array, Array]:
+        """``(lam, a)``, each ``(nights, periods, classes)``."""
+        m, cl = self.market, self._classes
+        mid = (self._edges[:-1] + self._edges[1:]) / 2.0
+        width = self._edges[:-1] - self._edges[1:]
+        pdf = m.lead_pdf(mid)  # (T, segments)
+        n, t, j_count = len(self._ordinals), len(mid), len(cl.segment)
+        lam, a = np.zeros((n, t, j_count)), np.zeros((n, t, j_count))
+        seg = np.asarray(cl.segment)
+        for i, o in enumerate(self._ordinals.tolist()):
+            ts = m.checkin_ts(o) - mid * _DAY_S
+            cycle = np.where(width >= 1.0, 1.0, np.asarray(m.diurnal(ts)))
+            per_seg = np.asarray(m.night_factors(h, r, o)) * pdf * (cycle * width * 24.0)[:, None]
+            lam[i] = per_seg[:, seg] * cl.share * m.config.view_prob
+            a[i] = self._intercepts(h, r, o, mid, ts)
+        return lam, a
+
+    def _bounds(self, h: int, r: int) -> tuple[float, float]:
+        ref = self.market.reference_at(h, r)
+        return ref * _GRID_RANGE[0], ref * _GRID_RANGE[1]
+
+    def values(self, h: int, r: int) -> npt.NDArray[np.float32]:
+        """``V[night, period, rooms left]`` of one (hotel, room type); solved on first use."""
+        key = (h, r)
+        if key not in self._values:
+            lam, a = self._grid(h, r)
+            cl = self._classes
+            lo, hi = self._bounds(h, r)
+            v = solve(
+                capacity=self.market.capacity_at(h, r),
+                lam=lam,
+                a=a,
+                b=cl.b,
+                intent=cl.intent,
+                rooms_pmf=cl.rooms_pmf,
+                nights=cl.nights,
+                keep=cl.keep,
+                lo=lo,
+                hi=hi,
+            )
+            self._values[key] = v.astype(np.float32)
+        return self._values[key]
+
+    def expected_revenue(self, hotel_id: str, room_type: str, stay_date: date) -> float:
+        """Expected net revenue of a night sold from the horizon with every room free, under the DP."""
+        m = self.market
+        h, r = m.hotel_index(hotel_id), m.room_index(room_type)
+        return float(self.values(h, r)[self._night(stay_date.toordinal()), 0, -1])
+
+    # ------------------------------------------------------------ quoting
+    def _night(self, ordinal: int) -> int:
+        i = ordinal - self._first
+        if not 0 <= i < len(self._ordinals):
+            last = date.fromordinal(int(self._ordinals[-1]))
+            raise SimulatorError(
+                field="stay_date", value=date.fromordinal(ordinal), expected=f"{date.fromordinal(self._first)}..{last}"
+            )
+        return i
+
+    def _quote(self, offer: Offer) -> tuple[float, float]:
+        m = self.market
+        h, r, o = m.hotel_index(offer.hotel_id), m.room_index(offer.room_type), offer.stay_date.toordinal()
+        ts = offer.at.timestamp()
+        lead = (m.checkin_ts(o) - ts) / _DAY_S
+        t = int(np.searchsorted(-self._edges, -lead, side="right")) - 1
+        t = min(max(t, 0), len(self._edges) - 2)
+        v_next = self.values(h, r)[self._night(o), t + 1].astype(np.float64)
+        j = self._index[(m.segment_index(offer.segment), offer.channel)]
+        cl = self._classes
+        a = float(self._intercepts(h, r, o, np.array([lead]), np.array([ts]))[0, j])
+        lo, hi = self._bounds(h, r)
+        x = min(max(offer.rooms_left, 0), len(v_next) - 1)
+        pmf, b = cl.rooms_pmf[j], float(cl.b[j])
+        return quote(v_next, x, a=a, b=b, rooms_pmf=pmf, nights=float(offer.nights), lo=lo, hi=hi)
+
+    def price(self, offer: Offer) -> float:
+        """The DP price for this shopper."""
+        return self._quote(offer)[0]
+
+    def bid_price(self, offer: Offer) -> float:
+        """The opportunity cost per room-night of selling to this shopper now."""
+        return self._quote(offer)[1]
+
+    def policy(self) -> Policy:
+        """The oracle as a simulator policy (``offer -> price``)."""
+        return self.price
