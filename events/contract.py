@@ -150,15 +150,18 @@ def _kind(prop: Mapping[str, Any]) -> dict[str, Any]:
     return rule
 
 
-def field_spec() -> dict[str, list[dict[str, Any]]]:
-    """Event type -> its field rules in model order, read from the models' JSON Schema."""
+def field_spec(kinds: tuple[str, ...] = BEHAVIOUR_TYPES, *, envelope: bool = True) -> dict[str, list[dict[str, Any]]]:
+    """Record type -> its field rules in model order, read from the models' JSON Schema (behaviour events
+    by default: what the Flink job reads). ``envelope``: the envelope fields are required (the wire form;
+    the HTTP API fills them)."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for kind in BEHAVIOUR_TYPES:
+    for kind in kinds:
         schema = CONTRACT[kind].model_json_schema(mode="validation")
         required = set(schema.get("required", ()))
         rules = []
         for name, prop in schema["properties"].items():
-            rule = {"name": name, "required": name in required or name in ENVELOPE, "nullable": False, **_kind(prop)}
+            needed = name in required or (envelope and name in ENVELOPE)
+            rule = {"name": name, "required": needed, "nullable": False, **_kind(prop)}
             if name == "schema_version":  # a validator pins it; the schema only says "integer"
                 rule |= {"kind": "enum", "values": [SCHEMA_VERSION]}
             rules.append(rule)

@@ -400,7 +400,7 @@ CONTRACT: dict[str, type[Record]] = {
 _JSON_OBJECT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 
 
-_RULE_FIELDS = {_STAY_RULE: "stay_date"}
+RULE_FIELDS = {_STAY_RULE: "stay_date"}
 """Model-level rules and the field each one is about (pydantic locates them on the record)."""
 
 
@@ -422,9 +422,9 @@ def _expectation(error: Any) -> str:
 def to_validation_error(exc: ValidationError) -> EventValidationError:
     """Translate pydantic's error into ours, naming the first offending field."""
     first = exc.errors()[0]
-    field = ".".join(str(part) for part in first["loc"]) or _RULE_FIELDS.get(first["type"], "<record>")
+    field = ".".join(str(part) for part in first["loc"]) or RULE_FIELDS.get(first["type"], "<record>")
     value = first.get("input")
-    if isinstance(value, dict) and field != "<record>" and field in _RULE_FIELDS.values():
+    if isinstance(value, dict) and field != "<record>" and field in RULE_FIELDS.values():
         value = value.get(field)
     if first["type"] == "json_invalid":
         value = None

@@ -46,7 +46,7 @@ from typing import Any, Literal, overload
 
 from pydantic import ValidationError
 
-from events.models import PricingRequest
+from events.models import RULE_FIELDS, PricingRequest
 from pricing.errors import PricingError
 
 MAX_DEPTH = 8
@@ -337,7 +337,7 @@ def _one(value: Any, prefix: str) -> PricingRequest:
     if not isinstance(value, dict):
         raise BadRequest(422, "validation_error", [FieldError(prefix or "<body>", safe_value(value), "a JSON object")])
     try:
-        return PricingRequest.model_validate(value)
+        return PricingRequest.model_validate(value, strict=True)  # the wire contract: JSON types are exact
     except ValidationError as exc:
         raise BadRequest(422, "validation_error", [_from_pydantic(e, prefix) for e in exc.errors()]) from exc
     except Exception as exc:  # noqa: BLE001 - a contract validator may raise anything (OSError, OverflowError):
@@ -362,6 +362,11 @@ def _culprit(value: dict[str, Any]) -> tuple[str, Any]:
 
 def _from_pydantic(error: Mapping[str, Any], prefix: str) -> FieldError:
     loc = [part for part in error.get("loc", ()) if part != "body"]
+    rule_field = RULE_FIELDS.get(str(error.get("type")))
+    if not loc and rule_field is not None:  # a model-level rule about one field (the stay date's)
+        loc = [rule_field]
+        inp = error.get("input")
+        error = {**error, "input": inp.get(rule_field) if isinstance(inp, dict) else inp}
     path = prefix
     for part in loc:
         path = _join(path, part)

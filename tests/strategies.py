@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from events.contract import field_spec
 
 SPEC = field_spec()
+REQUEST_SPEC = field_spec(("pricing_request",), envelope=False)["pricing_request"]
 _T0 = datetime(2026, 1, 1, tzinfo=UTC)
 _SPAN_S = 150 * 86400
 _ID_ALPHABET = st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"), blacklist_characters="\x85")
@@ -50,13 +51,17 @@ def _value(rule: dict[str, Any]) -> st.SearchStrategy[Any]:
     raise ValueError(msg)
 
 
+def _rules(kind: str) -> list[dict[str, Any]]:
+    return REQUEST_SPEC if kind == "pricing_request" else SPEC[kind]
+
+
 @st.composite
 def valid_event(draw: st.DrawFn, kind: str | None = None) -> dict[str, Any]:
-    """A valid behaviour event as a JSON-ready dict (event_time and stay_date consistent)."""
+    """A valid behaviour event (or ``kind`` record) as a JSON-ready dict (event_time and stay_date consistent)."""
     kind = kind or draw(st.sampled_from(sorted(SPEC)))
     at = _T0 + timedelta(seconds=draw(st.integers(0, _SPAN_S)))
     out: dict[str, Any] = {}
-    for rule in SPEC[kind]:
+    for rule in _rules(kind):
         name = rule["name"]
         if name == "event_time":
             out[name] = int(at.timestamp() * 1000)
@@ -100,11 +105,11 @@ def _defects(rule: dict[str, Any]) -> list[Any]:
 
 
 @st.composite
-def invalid_event(draw: st.DrawFn) -> tuple[dict[str, Any], str]:
-    """(event with one defect, the field every path must name)."""
-    kind = draw(st.sampled_from(sorted(SPEC)))
+def invalid_event(draw: st.DrawFn, kind: str | None = None) -> tuple[dict[str, Any], str]:
+    """(event, or ``kind`` record, with one defect; the field every path must name)."""
+    kind = kind or draw(st.sampled_from(sorted(SPEC)))
     event = draw(valid_event(kind))
-    rule = draw(st.sampled_from([r for r in SPEC[kind] if r["name"] != "event_type"] + [None]))
+    rule = draw(st.sampled_from([r for r in _rules(kind) if r["name"] != "event_type"] + [None]))
     if rule is None:
         how = draw(st.sampled_from(["extra", "event_type"]))
         if how == "extra":

@@ -6,6 +6,7 @@ the same process still prices a valid request.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -205,3 +206,27 @@ def test_the_process_logged_no_traceback(base_url: str, state_dir: Path) -> None
     del base_url  # the process has answered every hostile body above
     logs = serve_log(state_dir)
     assert "serving on" in logs and "Traceback" not in logs
+
+
+def test_http_and_the_sdk_agree_on_generated_requests(http: httpx.Client) -> None:
+    """200 valid and 200 one-defect pricing requests from the contract's strategies: the same verdict
+    and the same field from the running server and from the SDK's parser."""
+    from events.errors import EventValidationError
+    from events.models import parse_event
+    from tests.strategies import draw_examples, invalid_event, valid_event
+
+    samples = [(e, None) for e in draw_examples(valid_event("pricing_request"), 200)]
+    samples += draw_examples(invalid_event("pricing_request"), 200)
+    disagreements = []
+    for body, expected in samples:
+        try:
+            parse_event({**body, "event_type": body.get("event_type", "pricing_request")}, envelope=False)
+            sdk = None
+        except EventValidationError as exc:
+            sdk = exc.field
+        response = http.post("/v1/price", content=json.dumps(body).encode(), headers=JSON)
+        served = None if response.status_code == 200 else strict_json(response.content)["errors"][0]["field"]
+        served = "<record>" if served == "<body>" else served
+        if response.status_code >= 500 or sdk != expected or served != expected:
+            disagreements.append((expected, sdk, response.status_code, served, body))
+    assert disagreements == []
