@@ -345,6 +345,8 @@ class PricingDecision(StayKeyed):
     rule_ids: tuple[str, ...] = ()
     complexity: float = Field(ge=0.0, allow_inf_nan=False)
     expected_booking_prob: float | None = Field(default=None, ge=0.0, le=1.0)
+    bid_price: float | None = Field(default=None, ge=0.0, allow_inf_nan=False, description="cost per room-night")
+    forecast_views: float | None = Field(default=None, ge=0.0, allow_inf_nan=False, description="shoppers to come")
     degraded: bool = False
     degraded_reason: str | None = None
     arm: str = "incumbent"

@@ -1,6 +1,8 @@
 """Revenue-maximising price over a grid inside ``[floor, ceiling]``.
 
-Expected revenue of a candidate is ``price x p(book | price)``. With an
+Expected revenue of a candidate is ``price x p(book | price)``, or with a
+``cost`` (the bid price of :mod:`pricing.bid_price`, the opportunity cost of the
+room) ``(price - cost) x p(book | price)``. With an
 ensemble (``probs`` of shape ``(grid, members)``) the objective is risk
 adjusted: ``price x (mean - risk_aversion x std)``. Grids are geometric
 (equal price *ratios*), because demand responds to relative price changes.
@@ -104,7 +106,11 @@ def _unit_grid(size: int) -> npt.NDArray[np.float64]:
 
 
 def _objective(
-    prices: npt.NDArray[np.float64], probs: npt.NDArray[np.floating], risk_aversion: float, extra_std: ExtraStd | None
+    prices: npt.NDArray[np.float64],
+    probs: npt.NDArray[np.floating],
+    risk_aversion: float,
+    extra_std: ExtraStd | None,
+    cost: float = 0.0,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     p = np.clip(np.asarray(probs, dtype=np.float64).reshape(len(prices), -1), 0.0, 1.0)
     if p.shape[1] == 1:
@@ -113,7 +119,7 @@ def _objective(
         mean, std = p.mean(axis=1), p.std(axis=1)
     if extra_std is not None:
         std = np.sqrt(std**2 + np.asarray(extra_std(prices), dtype=np.float64) ** 2)
-    return prices * np.maximum(mean - risk_aversion * std, 0.0), mean, std
+    return (prices - cost) * np.maximum(mean - risk_aversion * std, 0.0), mean, std
 
 
 def optimise(
@@ -127,6 +133,7 @@ def optimise(
     fallback_price: float | None = None,
     extra_std: ExtraStd | None = None,
     smoothing: float = 0.0,
+    cost: float = 0.0,
 ) -> Optimum:
     """Search the grid (then refine) for the best risk-adjusted expected revenue.
 
@@ -142,12 +149,15 @@ def optimise(
         extra_std: an extra std per candidate, added in quadrature to the member spread.
         smoothing: relative half-width of the price window each candidate's probabilities are
             averaged over (0: none; see the module docstring).
+        cost: opportunity cost per unit sold (a bid price), subtracted from each candidate's price.
 
     Raises:
         QuoteError: if the bounds are impossible.
     """
     if not (math.isfinite(smoothing) and 0.0 <= smoothing < 1.0):
         raise QuoteError(field="smoothing", value=smoothing, expected="a fraction in [0, 1)")
+    if not (math.isfinite(cost) and cost >= 0.0):
+        raise QuoteError(field="cost", value=cost, expected="a finite opportunity cost >= 0")
     predict = _smoothed(predict, smoothing)
     prices = price_grid(floor, ceiling, grid_size)
     seen_p: list[npt.NDArray[np.float64]] = []
@@ -157,7 +167,7 @@ def optimise(
         probs = predict(prices)
         if not np.all(np.isfinite(probs)):
             return _fallback(floor, ceiling, fallback_price)
-        score, mean, std = _objective(prices, probs, risk_aversion, extra_std)
+        score, mean, std = _objective(prices, probs, risk_aversion, extra_std, cost)
         seen_p.append(prices)
         seen_m.append(mean)
         best_i = int(np.argmax(score))

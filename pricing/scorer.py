@@ -397,6 +397,8 @@ class Scorer:
             rule_ids=tuple(outcome.fired),
             complexity=result.complexity,
             expected_booking_prob=dg.probability(getattr(result.quote, "booking_prob", None)),
+            bid_price=getattr(result.quote, "bid_price", None),
+            forecast_views=getattr(getattr(result.quote, "forecast", None), "views", None),
             degraded=result.degradation is not None,
             degraded_reason=None if result.degradation is None else result.degradation.reason,
             latency_ms=latency_ms,

@@ -40,9 +40,10 @@ import numpy as np
 import numpy.typing as npt
 
 from events.models import PricingRequest
+from pricing.bid_price import BidPriceConfig, DemandForecast, bid_price, forecast
 from pricing.errors import BundleError
 from pricing.onnx_runtime import OnnxDemandModel
-from pricing.optimiser import check_bounds, optimise
+from pricing.optimiser import check_bounds, optimise, price_grid
 from pricing.training import ONNX_FILE, read_meta
 from pricing.vectorize import Vectorizer
 
@@ -71,6 +72,12 @@ inputs leave the training envelope gets ``OOD_STD x share of inputs outside``
 added in quadrature to the spread."""
 
 
+BID_GRID = 41
+"""Candidates the bid price is searched over (one extra model call per capacity-aware quote)."""
+DEFAULT_CAPACITY = BidPriceConfig()
+"""Pricers are capacity-aware by default; ``capacity=None`` prices myopically (``price x p(book)``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Quote:
     """A tier's answer for one request.
@@ -85,6 +92,9 @@ class Quote:
         model_name: bundle name (``demand-light``).
         model_version: bundle version.
         fallback: the model returned non-finite values; ``price`` is the clamped rules price.
+        bid_price: opportunity cost per room-night the price was set against (``None``: not capacity-aware,
+            the features held no demand forecast).
+        forecast: the demand forecast the bid price came from.
     """
 
     price: float
@@ -95,6 +105,8 @@ class Quote:
     model_name: str
     model_version: str
     fallback: bool = False
+    bid_price: float | None = None
+    forecast: DemandForecast | None = None
 
 
 @runtime_checkable
@@ -124,7 +136,14 @@ class _BundlePricer:
     risk_aversion = 0.0
     smoothing = 0.0
 
-    def __init__(self, bundle_dir: str | Path, *, meta: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        bundle_dir: str | Path,
+        *,
+        meta: Mapping[str, Any] | None = None,
+        capacity: BidPriceConfig | None = DEFAULT_CAPACITY,
+    ) -> None:
+        self._capacity = capacity
         self._path = Path(bundle_dir)
         self._meta = dict(meta if meta is not None else read_meta(self._path))
         onnx_path = self._path / ONNX_FILE
@@ -234,6 +253,8 @@ class _BundlePricer:
         def predict(prices: npt.NDArray[np.float64]) -> npt.NDArray[np.float32]:
             return model.predict(vec.with_prices(prices))
 
+        fc = None if self._capacity is None else forecast(request, features, self._capacity)
+        bid = None if fc is None else self._bid_price(predict, low, high, fc)
         best = optimise(
             predict,
             floor=low,
@@ -244,6 +265,7 @@ class _BundlePricer:
             smoothing=self.smoothing,
             fallback_price=rule_price,
             extra_std=self._extra_std(vec.row),
+            cost=bid or 0.0,
         )
         price = best.price
         if best.fallback:  # the rules price answers to the caller's bounds, not the trust region
@@ -258,7 +280,23 @@ class _BundlePricer:
             self.name,
             self.version,
             best.fallback,
+            None if best.fallback else bid,
+            None if best.fallback else fc,
         )
+
+    def _bid_price(
+        self,
+        predict: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float32]],
+        low: float,
+        high: float,
+        fc: DemandForecast,
+    ) -> float | None:
+        """The bid price on the search range (``None`` if the model answers non-finite values)."""
+        grid = price_grid(low, high, BID_GRID)
+        probs = np.asarray(predict(grid), dtype=np.float64).reshape(len(grid), -1).mean(axis=1)
+        if not np.all(np.isfinite(probs)):
+            return None
+        return bid_price(grid, probs, fc)
 
 
 class LightPricer(_BundlePricer):
@@ -276,16 +314,18 @@ class HeavyPricer(_BundlePricer):
     risk_aversion = HEAVY_RISK_AVERSION
 
 
-def load_pricer(bundle_dir: str | Path) -> LightPricer | HeavyPricer:
-    """The pricer for a bundle, chosen by ``meta.json``'s ``tier``.
+def load_pricer(
+    bundle_dir: str | Path, *, capacity: BidPriceConfig | None = DEFAULT_CAPACITY
+) -> LightPricer | HeavyPricer:
+    """The pricer for a bundle, chosen by ``meta.json``'s ``tier``; ``capacity`` sets its bid-price forecast.
 
     Raises:
         BundleError: if the bundle is missing, corrupt or of an unknown tier.
     """
     meta = read_meta(bundle_dir)
     if meta["tier"] == "light":
-        return LightPricer(bundle_dir, meta=meta)
+        return LightPricer(bundle_dir, meta=meta, capacity=capacity)
     if meta["tier"] == "heavy":
-        return HeavyPricer(bundle_dir, meta=meta)
+        return HeavyPricer(bundle_dir, meta=meta, capacity=capacity)
     msg = f"bundle {bundle_dir}: tier {meta['tier']!r}, expected 'light' or 'heavy'"
     raise BundleError(msg)

@@ -1,0 +1,215 @@
+"""The opportunity cost of a room: a bid price per night and room type from the streaming demand forecast.
+
+A pricer that maximises ``P(book | p) x p`` per shopper ignores inventory: with
+a logit in log price that optimum does not move with demand volume at all. The
+revenue-management answer (Gallego & van Ryzin 1994; bid-price control in
+Talluri & van Ryzin) is to maximise ``P(book | p) x (p - bid)``, where ``bid``
+is the value of the last rooms given the demand still to come.
+
+The forecast comes from the features the stream keeps per stay key:
+
+* shoppers still to come: the key's ``views_7d`` scaled by the booking curve
+  (``BookingCurve``, the share of a night's shoppers arriving at each lead time)
+  from the last seven days' share to the share left between now and arrival
+  (a multiplicative pickup forecast);
+* ``rooms_left`` (or ``capacity x (1 - occupancy)``);
+* rooms kept per booking: ``rooms_per_booking`` x the share not cancelled
+  (``cancellations_7d / bookings_7d`` once there are enough bookings).
+
+The bid price is the multiplier of the fluid problem "sell the rooms left to the
+shoppers still to come at one price": zero when the unconstrained best price
+leaves rooms unsold, else the smallest ``bid`` whose best response
+``argmax (p - bid) P(p)`` sells no more than the rooms left (bisection on the
+candidate grid, no extra model calls). It moves as the features move: fewer
+rooms or more shoppers raise it, the approach of arrival with rooms to spare
+lowers it to zero.
+
+Example:
+    >>> from datetime import date, datetime, timezone
+    >>> from events.models import PricingRequest
+    >>> import numpy as np
+    >>> req = PricingRequest(hotel_id="h1", room_type="std", stay_date=date(2026, 3, 1),
+    ...                      event_time=datetime(2026, 2, 1, tzinfo=timezone.utc))
+    >>> cfg = BidPriceConfig(curve_mean_days=30.0)
+    >>> fc = forecast(req, {"views_7d": 20.0, "rooms_left": 5.0}, cfg)
+    >>> round(fc.views, 1), fc.rooms_left
+    (152.4, 5.0)
+    >>> prices = np.linspace(50.0, 400.0, 36)
+    >>> probs = 1.0 / (1.0 + np.exp(2.5 * np.log(prices) - 2.5 * np.log(150.0)))
+    >>> bid = bid_price(prices, probs, fc)
+    >>> bid > 0.0, bid_price(prices, probs, fc._replace(rooms_left=120.0))
+    (True, 0.0)
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from events.models import PricingRequest
+
+_BISECTIONS = 30  # halvings of the bid interval: far below a cent on any price range
+_MIN_BOOKINGS_FOR_CANCEL = 5.0  # below this the key's own cancellation share is too noisy; use the default
+
+
+class BidPriceConfig(BaseModel):
+    """How the bid price is forecast.
+
+    Attributes:
+        curve_mean_days: mean of the exponential booking curve used when ``curve`` is not given.
+        curve: cumulative share of a night's shoppers that arrive at lead time < d, for
+            ``d = 0, 1, ..., horizon`` (first 0, last 1); e.g. measured from history with
+            :meth:`BookingCurve.from_leads`.
+        horizon_days: nights are sold this many days ahead (with an exponential curve).
+        window_days: length of the views window the pace is read from (``views_7d``).
+        rooms_per_booking: mean rooms a booking takes.
+        cancel_share: share of bookings cancelled, used until the key has its own figure.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    curve_mean_days: float = Field(default=30.0, gt=0.0, allow_inf_nan=False)
+    curve: tuple[float, ...] | None = None
+    horizon_days: int = Field(default=120, ge=1, le=730)
+    window_days: float = Field(default=7.0, gt=0.0)
+    rooms_per_booking: float = Field(default=1.2, ge=1.0, allow_inf_nan=False)
+    cancel_share: float = Field(default=0.15, ge=0.0, lt=1.0)
+
+    @field_validator("curve")
+    @classmethod
+    def _cumulative(cls, value: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        if value is None:
+            return None
+        arr = np.asarray(value)
+        if len(arr) < 2 or arr[0] != 0.0 or abs(arr[-1] - 1.0) > 1e-9 or np.any(np.diff(arr) < 0):
+            msg = "a non-decreasing cumulative share from 0.0 to 1.0 over lead days 0..horizon"
+            raise ValueError(msg)
+        return value
+
+
+class BookingCurve:
+    """Cumulative share of a night's shoppers by lead time (``share(d)``: arriving less than ``d`` days ahead).
+
+    Example:
+        >>> c = BookingCurve.exponential(10.0, 100)
+        >>> round(c.between(0.0, 10.0), 3), c.between(0.0, 100.0)
+        (0.632, 1.0)
+    """
+
+    def __init__(self, cumulative: Sequence[float]) -> None:
+        self._cum = np.asarray(cumulative, dtype=float)
+
+    @classmethod
+    def exponential(cls, mean_days: float, horizon_days: int) -> BookingCurve:
+        days = np.arange(horizon_days + 1, dtype=float)
+        raw = 1.0 - np.exp(-days / mean_days)
+        return cls(raw / raw[-1])
+
+    @classmethod
+    def from_leads(cls, leads: Sequence[float], horizon_days: int) -> BookingCurve:
+        """The empirical curve of observed lead times (days), e.g. every view of last season."""
+        counts = np.histogram(np.clip(leads, 0, horizon_days), bins=horizon_days, range=(0, horizon_days))[0]
+        cum = np.concatenate([[0.0], np.cumsum(counts + 1e-3)])  # a floor keeps every lead possible
+        return cls(cum / cum[-1])
+
+    @property
+    def cumulative(self) -> tuple[float, ...]:
+        return tuple(float(x) for x in self._cum)
+
+    def share(self, lead_days: float) -> float:
+        return float(np.interp(lead_days, np.arange(len(self._cum)), self._cum))
+
+    def between(self, lo: float, hi: float) -> float:
+        """Share of shoppers arriving with a lead time in ``[lo, hi)`` days."""
+        return max(self.share(hi) - self.share(lo), 0.0)
+
+
+@functools.lru_cache(maxsize=32)
+def curve_of(config: BidPriceConfig) -> BookingCurve:
+    if config.curve is not None:
+        return BookingCurve(config.curve)
+    return BookingCurve.exponential(config.curve_mean_days, config.horizon_days)
+
+
+class DemandForecast(NamedTuple):
+    """What the bid price is computed from (recorded on the decision).
+
+    Attributes:
+        views: shoppers expected to see an offer for the night from now to arrival.
+        rooms_left: rooms still for sale.
+        rooms_kept: rooms a booking takes net of cancellations (mean).
+        lead_days: days to arrival.
+    """
+
+    views: float
+    rooms_left: float
+    rooms_kept: float
+    lead_days: float
+
+
+def _number(features: Mapping[str, float | None], name: str) -> float | None:
+    value = features.get(name)
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+def _rooms_left(features: Mapping[str, float | None]) -> float | None:
+    left = _number(features, "rooms_left")
+    if left is None:
+        cap, occ = _number(features, "capacity"), _number(features, "occupancy")
+        left = None if cap is None or occ is None else cap * (1.0 - occ)
+    return None if left is None else max(left, 0.0)
+
+
+def forecast(
+    request: PricingRequest, features: Mapping[str, float | None], config: BidPriceConfig
+) -> DemandForecast | None:
+    """The demand still to come for the request's night, or ``None`` without ``views_7d`` and rooms left."""
+    views_7d, left = _number(features, "views_7d"), _rooms_left(features)
+    if views_7d is None or left is None:
+        return None
+    lead = max((request.stay_date - request.event_time.date()).days, 0) + 0.5
+    curve = curve_of(config)
+    seen = curve.between(lead, lead + config.window_days)
+    ahead = curve.share(lead)
+    # no views in the window yet (a night that just opened): half a view, so the forecast is not zero
+    views = max(views_7d, 0.5) * ahead / max(seen, 1e-6)
+    bookings, cancels = _number(features, "bookings_7d"), _number(features, "cancellations_7d")
+    cancel = config.cancel_share
+    if bookings is not None and cancels is not None and bookings >= _MIN_BOOKINGS_FOR_CANCEL:
+        cancel = min(max(cancels / bookings, 0.0), 0.9)
+    return DemandForecast(views, left, config.rooms_per_booking * (1.0 - cancel), lead)
+
+
+def _best(prices: npt.NDArray[np.float64], probs: npt.NDArray[np.float64], bid: float) -> int:
+    return int(np.argmax((prices - bid) * probs))
+
+
+def bid_price(prices: npt.ArrayLike, probs: npt.ArrayLike, fc: DemandForecast) -> float:
+    """The fluid bid price: the smallest ``bid >= 0`` whose best price sells at most the rooms left.
+
+    ``prices`` ascending, ``probs`` the booking probability per view at each (made
+    non-increasing first: a tree model's staircase can wiggle).
+    """
+    p = np.asarray(prices, dtype=float)
+    q = np.minimum.accumulate(np.clip(np.asarray(probs, dtype=float), 0.0, 1.0))
+    demand = fc.views * fc.rooms_kept * q  # rooms the remaining shoppers would keep at each price
+    if fc.rooms_left <= 0.0:
+        return float(p[-1])
+    if demand[_best(p, q, 0.0)] <= fc.rooms_left:
+        return 0.0
+    lo, hi = 0.0, float(p[-1])
+    if demand[_best(p, q, hi)] > fc.rooms_left:
+        return hi  # even the ceiling oversells: the bid is at least the top of the range
+    for _ in range(_BISECTIONS):
+        mid = (lo + hi) / 2.0
+        if demand[_best(p, q, mid)] > fc.rooms_left:
+            lo = mid
+        else:
+            hi = mid
+    return hi

@@ -1,0 +1,152 @@
+"""Bid price and the capacity-aware quote: scarcer rooms raise the price, spare rooms near arrival lower it."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from events.models import PricingRequest
+from pricing.bid_price import BidPriceConfig, BookingCurve, DemandForecast, bid_price, forecast
+from pricing.models import DemandModelConfig
+from pricing.optimiser import optimise
+from pricing.tiers import LightPricer, load_pricer
+from pricing.training import train_bundle
+from pricing.vectorize import HEAVY_COLUMNS, LIGHT_COLUMNS
+
+NOW = datetime(2026, 5, 1, 12, tzinfo=UTC)
+PRICES = np.linspace(40.0, 600.0, 57)
+PROBS = 1.0 / (1.0 + np.exp(2.5 * np.log(PRICES) - 2.5 * np.log(160.0)))
+
+
+def request(lead: int) -> PricingRequest:
+    return PricingRequest(hotel_id="h1", room_type="std", stay_date=NOW.date() + timedelta(days=lead), event_time=NOW)
+
+
+def fc(views: float, rooms: float) -> DemandForecast:
+    return DemandForecast(views=views, rooms_left=rooms, rooms_kept=1.0, lead_days=10.0)
+
+
+def test_bid_price_is_zero_with_spare_rooms_and_rises_as_rooms_run_out() -> None:
+    myopic = PRICES[int(np.argmax(PRICES * PROBS))]
+    demand_at_myopic = 100.0 * float(PROBS[PRICES == myopic][0])
+    assert bid_price(PRICES, PROBS, fc(100.0, demand_at_myopic + 1.0)) == 0.0
+    bids = [bid_price(PRICES, PROBS, fc(100.0, rooms)) for rooms in (40.0, 30.0, 20.0, 10.0, 5.0)]
+    assert all(b > 0.0 for b in bids) and bids == sorted(bids) and bids[-1] > 2 * bids[0]
+    # the bid is the price at which the remaining shoppers take just the rooms left
+    best = optimise(
+        lambda p: np.interp(p, PRICES, PROBS)[:, None], floor=40.0, ceiling=600.0, grid_size=57, cost=bids[2]
+    )
+    assert 100.0 * float(np.interp(best.price, PRICES, PROBS)) == pytest.approx(20.0, abs=1.5)
+    assert bid_price(PRICES, PROBS, fc(100.0, 0.0)) == PRICES[-1]
+
+
+def test_bid_price_rises_with_the_demand_still_to_come() -> None:
+    bids = [bid_price(PRICES, PROBS, fc(views, 20.0)) for views in (30.0, 60.0, 120.0, 240.0)]
+    assert bids[0] == 0.0 and bids[1:] == sorted(bids[1:]) and bids[-1] > bids[1] > 0.0
+
+
+def test_forecast_scales_recent_views_by_the_booking_curve() -> None:
+    cfg = BidPriceConfig(curve_mean_days=20.0, horizon_days=100)
+    near, far = (
+        forecast(request(3), {"views_7d": 14.0, "rooms_left": 9.0}, cfg),
+        forecast(request(50), {"views_7d": 14.0, "rooms_left": 9.0}, cfg),
+    )
+    assert near is not None and far is not None
+    curve = BookingCurve.exponential(20.0, 100)
+    assert near.views == pytest.approx(14.0 * curve.share(3.5) / curve.between(3.5, 10.5))
+    assert far.views > 5 * near.views  # the same pace 50 days out means far more shoppers to come
+    assert forecast(request(3), {"rooms_left": 9.0}, cfg) is None
+    by_occupancy = forecast(request(3), {"views_7d": 14.0, "capacity": 40.0, "occupancy": 0.75}, cfg)
+    assert by_occupancy is not None and by_occupancy.rooms_left == 10.0
+    own = forecast(request(3), {"views_7d": 14.0, "rooms_left": 9.0, "bookings_7d": 10.0, "cancellations_7d": 4.0}, cfg)
+    assert own is not None and own.rooms_kept == pytest.approx(1.2 * 0.6)
+
+
+def test_booking_curve_from_leads_and_config_validation() -> None:
+    curve = BookingCurve.from_leads(np.random.default_rng(0).exponential(10.0, 20_000), 60)
+    assert curve.share(10.0) == pytest.approx(1 - math.exp(-1), abs=0.02) and curve.share(60.0) == 1.0
+    BidPriceConfig(curve=curve.cumulative, horizon_days=60)
+    with pytest.raises(ValueError, match="cumulative"):
+        BidPriceConfig(curve=(0.0, 0.7, 0.5, 1.0))
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real light bundle whose demand depends on price only (other inputs uniform on [0, 1])."""
+    rng = np.random.default_rng(3)
+    n = 3000
+    frame = pd.DataFrame(rng.uniform(0, 1, size=(n, len(HEAVY_COLUMNS))), columns=list(HEAVY_COLUMNS))
+    frame["price"] = np.exp(rng.uniform(math.log(60.0), math.log(500.0), n))
+    p_book = 1.0 / (1.0 + np.exp(2.5 * np.log(frame["price"]) - 2.5 * math.log(170.0)))
+    frame["booked"] = (rng.random(n) < p_book).astype(int)
+    cols = [*LIGHT_COLUMNS, "booked"]
+    return train_bundle(frame[cols], tmp_path_factory.mktemp("light"), tier="light", config=DemandModelConfig()).path
+
+
+def test_real_pricer_raises_the_price_when_the_same_night_has_fewer_rooms_left(bundle: Path) -> None:
+    pricer = load_pricer(bundle, capacity=BidPriceConfig(curve_mean_days=25.0))
+    assert isinstance(pricer, LightPricer)
+    quotes = [
+        pricer.quote(request(20), {"views_7d": 12.0, "rooms_left": rooms, "capacity": 40.0}, floor=60.0, ceiling=500.0)
+        for rooms in (40.0, 25.0, 12.0, 6.0, 2.0)
+    ]
+    prices = [q.price for q in quotes]
+    assert prices == sorted(prices) and prices[-1] > 1.3 * prices[0]
+    assert [q.bid_price for q in quotes] == sorted(q.bid_price or 0.0 for q in quotes)
+    assert quotes[-1].forecast is not None and quotes[-1].forecast.rooms_left == 2.0
+
+
+def test_real_pricer_lowers_the_price_near_arrival_when_rooms_are_plentiful(bundle: Path) -> None:
+    pricer = load_pricer(bundle, capacity=BidPriceConfig(curve_mean_days=25.0))
+    myopic = load_pricer(bundle, capacity=None)
+    features = {"views_7d": 12.0, "rooms_left": 25.0, "capacity": 40.0}
+    far = pricer.quote(request(44), features, floor=60.0, ceiling=500.0)
+    near = pricer.quote(request(2), features, floor=60.0, ceiling=500.0)
+    base = myopic.quote(request(2), features, floor=60.0, ceiling=500.0)
+    assert far.bid_price is not None and far.bid_price > 0.0 and near.bid_price == 0.0
+    assert near.price < far.price and near.price == base.price and base.bid_price is None
+
+
+def test_quote_without_a_forecast_is_the_myopic_quote(bundle: Path) -> None:
+    pricer, myopic = load_pricer(bundle), load_pricer(bundle, capacity=None)
+    features = {"occupancy": 0.5}
+    q = pricer.quote(request(10), features, floor=60.0, ceiling=500.0)
+    assert q.bid_price is None and q.price == myopic.quote(request(10), features, floor=60.0, ceiling=500.0).price
+
+
+def test_demand_is_unchanged_across_the_probes(bundle: Path) -> None:
+    """The probes above vary rooms and lead (same weekday) only: the model must see the same demand."""
+    pricer = load_pricer(bundle, capacity=None)
+    a = pricer.quote(request(44), {"views_7d": 12.0, "rooms_left": 40.0}, floor=60.0, ceiling=500.0)
+    b = pricer.quote(request(2), {"views_7d": 12.0, "rooms_left": 2.0}, floor=60.0, ceiling=500.0)
+    assert a.candidates == b.candidates
+
+
+def test_the_decision_records_the_bid_price_and_the_forecast(bundle: Path) -> None:
+    from pricing.feature_source import MemoryFeatureSource
+    from pricing.rules import RuleSet
+    from pricing.scorer import Scorer, ScorerConfig
+    from routing.calibration import Thresholds
+    from routing.router import TieredRouter
+
+    source = MemoryFeatureSource()
+    req = request(20)
+    source.put("h1", "std", req.stay_date, {"views_7d": 12.0, "rooms_left": 3.0, "capacity": 40.0}, event_time=NOW)
+    rules = RuleSet.from_yaml("min_price: 60\nmax_price: 500\ndefault_base_rate: 150\n")
+    scorer = Scorer(
+        ScorerConfig(stale_after_s=None),
+        rules=rules,
+        feature_source=source,
+        light=load_pricer(bundle, capacity=BidPriceConfig(curve_mean_days=25.0)),
+        heavy=None,
+        router=TieredRouter(thresholds=Thresholds(rules_below=0.0, heavy_above=1.0)),
+    )
+    decision = scorer.price(req)
+    assert decision.tier == "light" and decision.bid_price is not None and decision.bid_price > 0.0
+    assert decision.forecast_views is not None and decision.forecast_views > 12.0
+    assert decision.features["rooms_left"] == 3.0
