@@ -19,6 +19,7 @@ import typer
 
 from pricestream.commands import features as features_cmd
 from pricestream.commands import jobs as jobs_cmd
+from pricestream.commands import market as market_cmd
 from pricestream.commands import models as models_cmd
 from pricestream.commands import reports as reports_cmd
 from pricestream.commands import run as run_cmd
@@ -61,6 +62,7 @@ app.add_typer(reports_cmd.evaluate_app, name="evaluate")
 app.add_typer(reports_cmd.router_app, name="router")
 app.add_typer(services_cmd.app, name="services")
 app.command("run")(run_cmd.run)
+app.add_typer(market_cmd.app, name="market")
 
 
 @app.command()

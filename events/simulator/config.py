@@ -148,6 +148,7 @@ class MarketConfig(BaseModel):
         view_prob: share of searches that look at an offer (emit a view).
         season_amplitude: annual swing of demand (``1 +- amplitude``).
         season_wtp_exponent: how much of the seasonal swing reaches willingness to pay.
+        season_peak_doy: day of the year of every hotel's peak season (``None``: drawn per hotel).
         diurnal_amplitude: intra-day swing of shopping activity (peak in the evening UTC).
         spike_probability: chance that a given night is a demand spike for a hotel.
         spike_multiplier: (min, max) demand multiplier on spike nights.
@@ -180,6 +181,7 @@ class MarketConfig(BaseModel):
     view_prob: float = Field(default=0.85, gt=0.0, le=1.0)
     season_amplitude: float = Field(default=0.25, ge=0.0, lt=1.0)
     season_wtp_exponent: float = Field(default=0.6, ge=0.0)
+    season_peak_doy: float | None = Field(default=None, ge=0.0, le=366.0)
     diurnal_amplitude: float = Field(default=0.4, ge=0.0, lt=1.0)
     spike_probability: float = Field(default=0.03, ge=0.0, le=1.0)
     spike_multiplier: tuple[float, float] = (1.6, 3.0)

@@ -71,6 +71,8 @@ class Market:
         self._price_mult = rng.lognormal(0.0, cfg.hotel_price_spread, n).tolist()
         self._size_mult = rng.uniform(cfg.hotel_size_range[0], cfg.hotel_size_range[1], n).tolist()
         self._peak_doy = rng.uniform(0.0, _YEAR_DAYS, n).tolist()
+        if cfg.season_peak_doy is not None:  # drawn anyway, so the draws after it stay the same
+            self._peak_doy = [cfg.season_peak_doy] * n
         self._comp_pos = rng.normal(0.0, cfg.competitor_spread, (n, cfg.competitors)).tolist()
         self._wtp_gap = rng.lognormal(0.0, cfg.reference_error, (n, len(cfg.room_types))).tolist()
         self._hotels = {h: i for i, h in enumerate(cfg.hotel_ids)}

@@ -1,0 +1,42 @@
+"""``pricestream market ...``: the simulated market's presets and their calibration to real hotel data."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from pricestream.commands.common import fail, new_app, out, table
+
+app = new_app("The simulated hotel market: presets calibrated to the Hotel Booking Demand dataset.")
+
+
+@app.command("calibrate")
+def calibrate(
+    preset: Annotated[
+        str, typer.Option("--preset", envvar="PRICESTREAM_MARKET_PRESET", help="resort, city (or flat: no targets)")
+    ] = "resort",
+    hotels: Annotated[int, typer.Option(envvar="PRICESTREAM_MARKET_HOTELS", min=1, help="hotels simulated")] = 4,
+    seed: Annotated[int, typer.Option(envvar="PRICESTREAM_SEED", help="market and sampling seed")] = 0,
+    offers: Annotated[
+        int, typer.Option(envvar="PRICESTREAM_CALIBRATION_OFFERS", min=500, help="offers sampled")
+    ] = 8000,
+) -> None:
+    """Each dataset figure against its target and tolerance; exit code 1 if any misses."""
+    from events.simulator import Market
+    from events.simulator.calibration import check
+    from events.simulator.presets import PRESETS
+    from events.simulator.presets import preset as make
+
+    if preset not in PRESETS:
+        fail(f"--preset: got {preset!r}, expected one of {sorted(PRESETS)}")
+    checks = check(preset, Market(make(preset, hotels=hotels, seed=seed)), n=offers, seed=seed)
+    if not checks:
+        out.print(f"preset {preset!r} has no dataset targets")
+        return
+    rows = [(c.name, round(c.value, 3), c.target, f"±{c.tolerance:g}", "ok" if c.ok else "MISS") for c in checks]
+    out.print(table(("figure", "measured", "target", "tolerance", "verdict"), rows, title=f"market preset {preset}"))
+    missed = [c.name for c in checks if not c.ok]
+    out.print(f"{len(checks) - len(missed)}/{len(checks)} figures within tolerance")
+    if missed:
+        fail(f"preset {preset}: outside tolerance: {', '.join(missed)}")
