@@ -1,11 +1,15 @@
 """One ``features.v1`` row: parsing and validation shared by the online and offline writers.
 
+A windowed view's row from the feature job is a *tile* (``tile_start`` set, ``features`` holding
+the partials of :attr:`events.catalog.ViewSpec.partials`, ``rates`` the latest rate per
+competitor); the inventory view's row, and a row without ``tile_start``, holds feature values.
+
 Example:
     >>> row = parse_row(b'{"hotel_id": "h1", "view": "stay_1h", "room_type": "std", "stay_date": "2026-11-20",'
-    ...                 b' "feature_time": 1761998400000, "version": 7, "publish_time": 1761998400050,'
-    ...                 b' "features": {"searches_1h": 3.0}}')
-    >>> row.key, row.features["views_1h"]
-    (('h1', 'std', '2026-11-20'), None)
+    ...                 b' "tile_start": 1761998400000, "feature_time": 1761998400000, "version": 7,'
+    ...                 b' "publish_time": 1761998400050, "features": {"n": 4.0, "sum:is_search": 3.0}}')
+    >>> row.key, row.tile_start, row.features["sum:is_search"], row.features["sum:is_view"]
+    (('h1', 'std', '2026-11-20'), 1761998400000, 3.0, None)
     >>> parse_row(b'{"view": "nope"}')
     Traceback (most recent call last):
     ...
@@ -21,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
-from events.catalog import VIEWS
+from events.catalog import SPECS, VIEWS
 from features.errors import FeatureRowError
 
 _VIEW_NAMES = sorted(VIEWS)
@@ -41,6 +45,11 @@ class FeatureRow:
     version: int
     publish_time: int
     features: dict[str, float | None]
+    """The view's features; for a tile row (``tile_start`` set) the tile's partials instead."""
+    tile_start: int | None = None
+    """Start of the tile (ms) of a windowed view's row; None for a state view (inventory)."""
+    rates: dict[str, float] | None = None
+    """Latest rate per competitor in the tile (views with competitor-rate features)."""
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -56,6 +65,8 @@ class FeatureRow:
         """The wire form (inverse of :func:`parse_row`)."""
         body = {f: getattr(self, f) for f in ("hotel_id", "view", "room_type", "stay_date", "feature_time")}
         body.update(version=self.version, publish_time=self.publish_time, features=self.features)
+        if self.tile_start is not None:
+            body.update(tile_start=self.tile_start, rates=self.rates)
         return json.dumps(body, separators=(",", ":")).encode()
 
 
@@ -86,9 +97,14 @@ def parse_row(raw: bytes | str | dict[str, Any]) -> FeatureRow:
     features = body.get("features")
     if not isinstance(features, dict):
         raise FeatureRowError(field="features", value=features, expected=f"an object with the features of {view}")
-    unknown = sorted(set(features) - set(names))
+    # A windowed view's row is a tile when it names its tile; without one it holds window values
+    # (rows computed elsewhere, older producers), written as they are.
+    tiled = SPECS[view].tile_ms is not None and body.get("tile_start") is not None
+    spec = SPECS[view]
+    allowed = spec.partials if tiled else names
+    unknown = sorted(set(features) - set(allowed))
     if unknown:
-        expected = f"a feature of {view}: {list(names)}"
+        expected = f"a {'partial' if tiled else 'feature'} of {view}: {list(allowed)}"
         raise FeatureRowError(field=f"features.{unknown[0]}", value=features[unknown[0]], expected=expected)
     return FeatureRow(
         hotel_id=str(hotel_id),
@@ -98,13 +114,28 @@ def parse_row(raw: bytes | str | dict[str, Any]) -> FeatureRow:
         feature_time=_int(body, "feature_time", upper=_MS_MAX),
         version=_int(body, "version"),
         publish_time=_int(body, "publish_time", upper=_MS_MAX),
-        features={n: _float(n, features.get(n)) for n in names},
+        features={n: _float(n, features.get(n)) for n in allowed},
+        tile_start=_int(body, "tile_start", upper=_MS_MAX) if tiled else None,
+        rates=_rates(body.get("rates")) if tiled else None,
     )
+
+
+def _rates(value: Any) -> dict[str, float]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise FeatureRowError(field="rates", value=value, expected="an object of competitor -> rate, or null")
+    out: dict[str, float] = {}
+    for competitor, rate in value.items():
+        number = _float(f"rates.{competitor}", rate)
+        if number is not None:
+            out[str(competitor)] = number
+    return out
 
 
 def _key(body: dict[str, Any], name: str, *, required: bool) -> str | None:
     value = body.get(name)
-    if value is None and not required:
+    if (value is None or value == "") and not required:  # the tile sink writes '' for keys a view lacks
         return None
     if not isinstance(value, str) or not value:
         raise FeatureRowError(field=name, value=value, expected="a non-empty string")

@@ -1,4 +1,4 @@
-"""The feature job: ``behaviour.events`` → validated OVER aggregates → ``features.v1`` (+ DLQ).
+"""The feature job: ``behaviour.events`` → parsed once, validated → tiles on ``features.v1`` (+ DLQ).
 
 Run it in the embedded MiniCluster (the default)::
 
@@ -16,11 +16,11 @@ from pathlib import Path
 
 from pyflink.common import Configuration
 from pyflink.datastream import StreamExecutionEnvironment
-from pyflink.table import StatementSet, StreamTableEnvironment, TableResult
+from pyflink.table import DataTypes, Schema, StatementSet, StreamTableEnvironment, TableResult
 
 from events.contract import encoded_job_spec
 from pipelines.config import FeatureJobConfig
-from pipelines.feature_sql import all_statements
+from pipelines.feature_sql import PARSED_ROWTIME, all_statements, parsed_query
 
 SPEC_PARAMETER = "pricestream.contract"
 """Name of the job parameter ``ParseEvent.java`` reads the contract spec from."""
@@ -39,7 +39,7 @@ def job_configuration(config: FeatureJobConfig) -> Configuration:
     conf.set_string("execution.checkpointing.mode", "EXACTLY_ONCE")
     conf.set_string("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
     # Checkpoints always go to files: the JobManager-memory default holds a few MB and
-    # fails once the OVER-window state grows (seen at ~50k events).
+    # fails once the state grows (seen at ~50k events with OVER windows).
     checkpoints = config.checkpoint_dir or Path(tempfile.gettempdir()) / "pricestream-checkpoints" / config.group_id
     conf.set_string("execution.checkpointing.dir", checkpoints.resolve().as_uri())
     conf.set_string("state.checkpoints.num-retained", "3")
@@ -56,6 +56,14 @@ def job_configuration(config: FeatureJobConfig) -> Configuration:
     # cut the job's CPU per event by ~9% (bench/ingest.py).
     conf.set_string("pipeline.object-reuse", "true")
     conf.set_string("table.exec.source.idle-timeout", f"{config.idle_timeout_ms} ms")
+    # No mini-batch: its assigner replaces the event-time watermark with processing-time ones
+    # downstream (every event of a backfill then looked late to CURRENT_WATERMARK). The tile sink's
+    # buffer folds the updates of one tile instead (sink.buffer-flush.*), before they reach Kafka.
+    conf.set_string("table.exec.mini-batch.enabled", "false")
+    conf.set_string("table.exec.state.ttl", f"{config.state_ttl_ms} ms")
+    # The sink's key is the tile's key and the aggregation's upsert key; the materializer the planner
+    # would add (it cannot see that through the UNION ALL) keeps every row per key in state.
+    conf.set_string("table.exec.sink.upsert-materialize", "NONE")
     # Bad data never fails the job (it goes to the DLQ); a failure is infrastructure, so
     # retry a few times and then surface it instead of restarting forever.
     conf.set_string("restart-strategy.type", "fixed-delay")
@@ -67,12 +75,29 @@ def job_configuration(config: FeatureJobConfig) -> Configuration:
 def build_feature_job(env: StreamTableEnvironment, config: FeatureJobConfig) -> StatementSet:
     """Register source, views and sinks on ``env``; return the job's statement set."""
     ddl, inserts = all_statements(config)
-    for statement in ddl:  # source, sinks, parse → classify → valid
+    for statement in ddl[:-2]:  # functions, source, sinks
+        env.execute_sql(statement)
+    register_parsed(env)
+    for statement in ddl[-2:]:  # parsed → classified (DLQ), parsed → valid
         env.execute_sql(statement)
     job = env.create_statement_set()
-    for statement in inserts:  # DLQ and one OVER aggregation per feature view
+    for statement in inserts:  # DLQ and the tiles of every feature view
         job.add_insert_sql(statement)
     return job
+
+
+def register_parsed(env: StreamTableEnvironment) -> None:
+    """``parsed``: the parse, computed once per event, behind a DataStream boundary (on the JVM).
+
+    Without the boundary the planner inlines the lateral parse into each of the seven readers.
+    The rowtime and the source's watermarks cross it (``SOURCE_WATERMARK()``).
+    """
+    stream = env.to_data_stream(env.sql_query(parsed_query()))
+    schema = (Schema.new_builder()
+              .column_by_metadata(PARSED_ROWTIME, DataTypes.TIMESTAMP_LTZ(3), "rowtime")
+              .watermark(PARSED_ROWTIME, "SOURCE_WATERMARK()")
+              .build())
+    env.create_temporary_view("parsed", env.from_data_stream(stream, schema))
 
 
 def create_env(config: FeatureJobConfig) -> StreamTableEnvironment:

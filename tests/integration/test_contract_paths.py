@@ -2,8 +2,9 @@
 
 One bounded job run over generated events (200 valid, 200 with one defect each, drawn from the
 contract spec), the issue's hostile records and the public dataset's edge cases, on the real Kafka.
-The job's DLQ headers name the field (``error_field``); a valid event shows up as feature rows whose
-version encodes its source offset.
+The job's DLQ headers name the field (``error_field``); a valid event shows up in the tiles: the
+offsets not dead-lettered are taken as valid only when the final ``hotel_stats`` tiles count exactly
+that many events.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ import json
 import uuid
 from datetime import UTC, date, datetime
 
+import confluent_kafka
 import pytest
 
+from events.catalog import SPECS
 from events.config import KafkaConfig
 from events.contract import HotelProfile
 from events.errors import EventValidationError
 from events.models import BookingEvent, CancellationEvent, SearchEvent, ViewEvent, dumps, parse_event
+from features.tiles import Tile, merge
 from infra.config import StackConfig
 from pipelines.config import FeatureJobConfig
 from pipelines.feature_job import run
@@ -95,12 +99,14 @@ def verdicts(stack: StackConfig) -> tuple[list[tuple[bytes, str | None]], dict[i
     samples += _hostile()
     kafka = KafkaConfig(bootstrap_servers=stack.kafka_bootstrap, topic_prefix=f"cp{uuid.uuid4().hex[:8]}-")
     make_topics(kafka, partitions=1)
-    from events.producer import Producer
-
-    # a third-party client that lets a 2 MB record through (lz4 packs it far below the broker's limit)
-    with Producer(kafka, topic="behaviour.events", extra={"message.max.bytes": 4_000_000}) as producer:
-        for raw, _ in samples:
-            producer.send_raw(b"k", raw)  # straight to the topic, as a third-party client would
+    # a third-party client (not our SDK, which refuses it) that lets a 2 MB record through (lz4 packs
+    # it far below the broker's limit)
+    producer = confluent_kafka.Producer({"bootstrap.servers": stack.kafka_bootstrap, "compression.type": "lz4",
+                                         "message.max.bytes": 4_000_000, "enable.idempotence": True})
+    for raw, _ in samples:
+        producer.produce(kafka.topic("behaviour.events"), key=b"k", value=raw)
+        producer.poll(0)
+    assert producer.flush(30) == 0
     hotels = {"Resort Hotel": HotelProfile(zone="America/New_York", price_range=(40.0, 500.0))}
     config = FeatureJobConfig(bootstrap_servers=stack.kafka_bootstrap, topic_prefix=kafka.topic_prefix,
                               connector_jar=stack.flink_kafka_connector_jar, bounded=True, startup="earliest-offset",
@@ -114,10 +120,20 @@ def verdicts(stack: StackConfig) -> tuple[list[tuple[bytes, str | None]], dict[i
         job[int(headers["source_offset"])] = headers["error_field"]
         assert len(msg.value()) <= min(int(headers["payload_bytes"]), 262_144)
     rows = [json.loads(m.value()) for m in read_all(kafka, "features.v1")]
-    for row in rows:
-        if row["view"] == "hotel_stats":  # one row per valid event; its version ends with the offset
-            job.setdefault(row["version"] % 1_000_000, None)
+    counted = sum(t["features"]["n"] for t in _final_tiles(rows, "hotel_stats").values())
+    rest = [offset for offset in range(len(samples)) if offset not in job]
+    if counted == len(rest):  # every event not dead-lettered is in exactly one hotel tile
+        job.update(dict.fromkeys(rest))
     return samples, job, rows
+
+
+def _final_tiles(rows: list[dict], view: str) -> dict[tuple, dict]:
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        key = (r["hotel_id"], r.get("room_type"), r.get("stay_date"), r["tile_start"])
+        if r["view"] == view and (key not in out or r["version"] > out[key]["version"]):
+            out[key] = r
+    return out
 
 
 def test_sdk_and_flink_give_the_same_verdict_and_field(verdicts: tuple) -> None:
@@ -132,10 +148,27 @@ def test_sdk_and_flink_give_the_same_verdict_and_field(verdicts: tuple) -> None:
     assert disagreements == []
 
 
+_HOSTILE_IDS = ["nan-string", "nan", "infinity", "1e309", "rooms-2", "schema-v2", "numeric-hotel", "numeric-room",
+                "long-hotel", "bad-uuid", "cancel-no-booking", "bad-utf8", "lone-surrogate", "trailing", "time-minus-1",
+                "time-1e20", "nights-61", "price-1e9", "u2028", "2mb"]
+
+
+@pytest.mark.parametrize("index", range(len(_HOSTILE_IDS)), ids=_HOSTILE_IDS)
+def test_each_hostile_record_of_the_issue_is_dead_lettered_naming_its_field(verdicts: tuple, index: int) -> None:
+    samples, job, _ = verdicts
+    offset = len(samples) - len(_HOSTILE_IDS) + index
+    raw, field = samples[offset]
+    assert (field, job.get(offset, "<lost>")) == (_hostile()[index][1], field)
+    assert _sdk_field(raw, {}) == field
+
+
 def test_dataset_edge_cases_are_counted_and_kept_out_of_prices(verdicts: tuple) -> None:
     """The two ADR-0 bookings count as bookings; the 5,400 outlier counts too, but no price moves."""
     _, _, rows = verdicts
-    resort = [r for r in rows if r["hotel_id"] == "Resort Hotel" and r["view"] == "stay_24h"]
-    last = max(resort, key=lambda r: r["version"])["features"]
+    tiles = [t for t in _final_tiles(rows, "stay_24h").values() if t["hotel_id"] == "Resort Hotel"]
+    newest = max(tiles, key=lambda t: t["version"])
+    mine = [t for t in tiles if (t["room_type"], t["stay_date"]) == (newest["room_type"], newest["stay_date"])]
+    last = merge(SPECS["stay_24h"], [Tile(t["tile_start"], t["features"], t["rates"] or {}) for t in mine],
+                 anchor_ms=max(t["feature_time"] for t in mine))
     assert last["bookings_24h"] == 3.0 and last["cancellations_24h"] == 1.0
     assert last["mean_price_shown_24h"] is None

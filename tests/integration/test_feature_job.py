@@ -1,7 +1,8 @@
 """The Flink feature job on the real Kafka, in the embedded MiniCluster.
 
 One bounded run over a scripted sequence whose windows are computed by hand
-below; every assertion reads ``features.v1`` / the DLQ with read_committed.
+below; tiles and dead letters are read from ``features.v1`` / the DLQ, window values as
+Feast serves them after the online writer merged the tiles in Redis.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def scripted() -> list:
         booking,
         InventoryEvent(**KEY, event_time=_at(240), rooms_left=8, capacity=10),
         SearchEvent(**KEY, event_time=_at(7200)),
-        ViewEvent(**KEY, event_time=_at(30), price_shown=70.0),  # two hours late: DLQ
+        ViewEvent(**KEY, event_time=_at(30), price_shown=70.0),  # two hours late, lateness 1 h: DLQ
         b"{garbage",
         _raw("view", 7201, hotel_id="h1", room_type="std", stay_date="2026-11-20", price_shown=-3),
         _raw("search", 7202, hotel_id="h1", room_type="std", stay_date="2026-10-01"),
@@ -82,7 +83,8 @@ def publish_scripted(stack: StackConfig, tag: str, **job: object) -> tuple[Kafka
     config = FeatureJobConfig.model_validate({
         "bootstrap_servers": stack.kafka_bootstrap, "topic_prefix": kafka.topic_prefix,
         "connector_jar": stack.flink_kafka_connector_jar, "bounded": True, "startup": "earliest-offset",
-        "out_of_orderness_ms": 5000, "watermark_emit": "on-event", "checkpoint_interval_ms": 1000, **job,
+        "out_of_orderness_ms": 5000, "allowed_lateness_ms": 3_600_000, "watermark_emit": "on-event",
+        "checkpoint_interval_ms": 1000, **job,
     })
     return kafka, config
 
@@ -96,52 +98,80 @@ def job_output(stack: StackConfig) -> tuple[KafkaConfig, list[dict], list]:
     return kafka, rows, dlq
 
 
-def _latest(rows: list[dict], view: str, hotel: str = "h1") -> dict:
-    mine = [r for r in rows if r["view"] == view and r["hotel_id"] == hotel]
-    return max(mine, key=lambda r: r["version"])
+def _final_tiles(rows: list[dict]) -> dict[tuple, dict]:
+    """The newest row of each (view, key, tile): what an upsert leaves."""
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        key = (r["view"], r["hotel_id"], r.get("room_type"), r.get("stay_date"), r["tile_start"])
+        if key not in out or r["version"] > out[key]["version"]:
+            out[key] = r
+    return out
 
 
-def test_windows_match_hand_computed_values(job_output: tuple) -> None:
+def _served(rows: list[dict], stack: StackConfig, tmp_path: Path, *, passes: int = 1) -> tuple[dict, dict]:
+    """features.v1 → online writer (tiles merged in Redis) → Feast get_online_features, for h1's stay key and h2."""
+    config = FeaturesConfig(project=f"fj{uuid.uuid4().hex[:8]}", state_dir=tmp_path, redis_url=stack.redis_url)
+    store = build_store(config)
+    try:
+        writer = OnlineWriter(config)
+        for i in range(passes):  # arrival order must not matter, nor a second delivery
+            shuffled = sorted(rows, key=lambda r: (r["version"] * 7919 + i) % 1000003)
+            writer.write_rows([parse_row(r) for r in shuffled])
+        refs = [f"{view}:{name}" for view, (_, names) in VIEWS.items() for name in names]
+        entities = [{"hotel_id": "h1", "room_type": "std", "stay_date": "2026-11-20"},
+                    {"hotel_id": "h2", "room_type": "std", "stay_date": "2026-11-20"}]
+        table = store.get_online_features(refs, entities).to_dict()
+        got = [{k.split("__")[-1]: v[i] for k, v in table.items()} for i in range(2)]
+        return got[0], got[1]
+    finally:
+        drop_project_keys(config)
+
+
+def test_served_windows_match_hand_computed_values(job_output: tuple, stack: StackConfig, tmp_path: Path) -> None:
+    """Every feature, as Feast serves it: the windows as of h1's newest event (the cancellation at 3 h)."""
     _, rows, _ = job_output
-    assert _latest(rows, "stay_1h")["features"] == {"searches_1h": 1.0, "views_1h": 0.0, "bookings_1h": 0.0}
-    day = _latest(rows, "stay_24h")["features"]
-    assert day["searches_24h"] == 2.0 and day["views_24h"] == 3.0
-    assert day["bookings_24h"] == 2.0 and day["cancellations_24h"] == 1.0
-    assert day["mean_price_shown_24h"] == pytest.approx((100 + 120 + 90) / 3)
-    assert day["comp_rate_median_24h"] == 95.0 and day["comp_rate_min_24h"] == 80.0
-    week = _latest(rows, "stay_7d")["features"]
-    assert (week["searches_7d"], week["views_7d"], week["bookings_7d"], week["cancellations_7d"]) == (2, 3, 2, 1)
-    assert week["lead_time_mean_days_7d"] == 18.0 and week["lead_time_std_days_7d"] == 0.0
-    assert _latest(rows, "stay_14d")["features"] == {"bookings_14d": 2.0}
-    inventory = _latest(rows, "stay_inventory")["features"]
-    assert inventory == pytest.approx({"rooms_left": 8.0, "capacity": 10.0, "occupancy": 0.2})
-    hotel = _latest(rows, "hotel_stats")["features"]
-    assert hotel == {"hotel_searches_24h": 2.0, "hotel_bookings_24h": 2.0, "hotel_views_24h": 3.0}
-    assert _latest(rows, "hotel_stats", "h2")["features"]["hotel_searches_24h"] == 1.0
-    derived = derive({**week, **_latest(rows, "stay_14d")["features"]})
+    h1, h2 = _served(rows, stack, tmp_path, passes=2)
+    # 1 h window of 5-min tiles: tiles from 2:00 on; the search at exactly 2:00 is in (closed tail)
+    assert (h1["searches_1h"], h1["views_1h"], h1["bookings_1h"]) == (1.0, 0.0, 0.0)
+    assert (h1["searches_24h"], h1["views_24h"], h1["bookings_24h"], h1["cancellations_24h"]) == (2, 3, 2, 1)
+    assert h1["mean_price_shown_24h"] == pytest.approx((100 + 120 + 90) / 3)
+    # the latest rate of each of c1, c2, c3 (80, 100, 95): median 95, minimum 80
+    assert h1["comp_rate_median_24h"] == 95.0 and h1["comp_rate_min_24h"] == 80.0
+    assert (h1["searches_7d"], h1["views_7d"], h1["bookings_7d"], h1["cancellations_7d"]) == (2, 3, 2, 1)
+    assert h1["lead_time_mean_days_7d"] == 18.0 and h1["lead_time_std_days_7d"] == 0.0
+    assert h1["bookings_14d"] == 2.0
+    assert (h1["rooms_left"], h1["capacity"]) == (8.0, 10.0) and h1["occupancy"] == pytest.approx(0.2)
+    assert (h1["hotel_searches_24h"], h1["hotel_bookings_24h"], h1["hotel_views_24h"]) == (2.0, 2.0, 3.0)
+    assert h2["hotel_searches_24h"] == 1.0 and h2["searches_1h"] == 1.0 and h2["comp_rate_median_24h"] is None
+    derived = derive(dict(h1))
     assert (derived["bookings_prev_7d"], derived["booking_pace_7d"], derived["look_to_book_7d"]) == (0.0, 2.0, 1.5)
 
 
-def test_out_of_order_event_within_bound_is_counted_at_its_time(job_output: tuple) -> None:
+def test_tiles_hold_mergeable_partials(job_output: tuple) -> None:
     _, rows, _ = job_output
-    views = sorted((r for r in rows if r["view"] == "stay_24h" and r["hotel_id"] == "h1"), key=lambda r: r["version"])
-    at_117 = next(r for r in views if r["feature_time"] == int(_at(117).timestamp() * 1000))
-    # in event-time order the 90 view comes before the 120 view
-    assert at_117["features"]["views_24h"] == 2.0
-    assert at_117["features"]["mean_price_shown_24h"] == pytest.approx(95.0)
+    tiles = _final_tiles(rows)
+    first = tiles[("stay_24h", "h1", "std", "2026-11-20", int(T0.timestamp() * 1000))]
+    assert first["features"] == {"n": 9.0, "sum:is_search": 1.0, "sum:is_view": 3.0, "sum:n_booked": 2.0,
+                                 "sum:n_cancelled": 0.0, "sum:price_shown": 310.0, "n:price_shown": 3.0}
+    assert first["rates"] == {"c1": 80.0, "c2": 100.0, "c3": 95.0}
+    # the view at 117 s came after the one at 120 s: a tile does not care about order
+    assert first["feature_time"] == int(_at(240).timestamp() * 1000)
+    lead = tiles[("stay_7d", "h1", "std", "2026-11-20", int(T0.timestamp() * 1000))]["features"]
+    assert (lead["sum:lead_days"], lead["n:lead_days"], lead["sq:lead_days"]) == (18.0, 1.0, 324.0)
 
 
-def test_every_valid_event_yields_one_row_per_view_with_increasing_versions(job_output: tuple) -> None:
+def test_every_valid_event_is_in_exactly_one_tile_per_view(job_output: tuple) -> None:
     _, rows, _ = job_output
-    per_key: dict[tuple, list[int]] = defaultdict(list)
-    for r in rows:
-        per_key[(r["view"], r["hotel_id"], r["room_type"], r["stay_date"])].append(r["version"])
+    tiles = _final_tiles(rows).values()
     for view in ("stay_1h", "stay_24h", "stay_7d", "stay_14d", "hotel_stats"):
-        stay = (None, None) if view == "hotel_stats" else ("std", "2026-11-20")
-        versions = per_key[(view, "h1", *stay)]
-        assert len(versions) == 11  # 11 valid events for h1, none for the 5 rejected ones
-        assert len(set(versions)) == 11
-    assert len(per_key[("stay_inventory", "h1", "std", "2026-11-20")]) == 1
+        counted = sum(t["features"]["n"] for t in tiles if t["view"] == view and t["hotel_id"] == "h1")
+        assert counted == 11  # 11 valid events for h1, none of the 5 rejected ones
+    per_tile: dict[tuple, list[int]] = defaultdict(list)
+    for r in rows:  # in the order the job wrote them: each update of a tile has a greater version
+        key = (r["view"], r["hotel_id"], r.get("room_type"), r.get("stay_date"), r["tile_start"])
+        per_tile[key].append(r["version"])
+    assert all(v == sorted(set(v)) for v in per_tile.values())
+    assert len([r for r in rows if r["view"] == "stay_inventory"]) == 1
 
 
 def test_bad_and_late_events_reach_the_dlq_with_reasons(job_output: tuple) -> None:
@@ -159,27 +189,4 @@ def test_bad_and_late_events_reach_the_dlq_with_reasons(job_output: tuple) -> No
     assert "field price_shown: got -3" in reasons
     assert 'field stay_date: got "2026-10-01", expected a stay_date on or after the event\'s local date 2026-11-01' \
         in reasons
-    assert "field event_type: got teleport" in reasons
-
-
-def test_feast_online_read_returns_the_hand_computed_values(
-    job_output: tuple, stack: StackConfig, tmp_path: Path
-) -> None:
-    """features.v1 → online writer (Lua compare-and-set) → Redis → Feast get_online_features."""
-    _, rows, _ = job_output
-    config = FeaturesConfig(project=f"fj{uuid.uuid4().hex[:8]}", state_dir=tmp_path, redis_url=stack.redis_url)
-    store = build_store(config)
-    try:
-        shuffled = sorted(rows, key=lambda r: (r["version"] * 7919) % 1000003)  # arrival order must not matter
-        OnlineWriter(config).write_rows([parse_row(r) for r in shuffled])
-        refs = [f"{view}:{name}" for view, (_, names) in VIEWS.items() for name in names]
-        entity = {"hotel_id": "h1", "room_type": "std", "stay_date": "2026-11-20"}
-        got = {k.split("__")[-1]: v[0] for k, v in store.get_online_features(refs, [entity]).to_dict().items()}
-        assert got["searches_24h"] == 2.0 and got["views_24h"] == 3.0 and got["bookings_24h"] == 2.0
-        assert got["mean_price_shown_24h"] == pytest.approx(310 / 3)
-        assert got["comp_rate_median_24h"] == 95.0 and got["comp_rate_min_24h"] == 80.0
-        assert got["searches_1h"] == 1.0 and got["bookings_14d"] == 2.0 and got["cancellations_7d"] == 1.0
-        assert got["rooms_left"] == 8.0 and got["occupancy"] == pytest.approx(0.2)
-        assert got["hotel_views_24h"] == 3.0
-    finally:
-        drop_project_keys(config)
+    assert 'field event_type: got "teleport"' in reasons

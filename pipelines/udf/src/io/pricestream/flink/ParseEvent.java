@@ -39,11 +39,11 @@ import org.apache.flink.types.Row;
     "ROW<reason STRING, error_field STRING, error_class STRING, flags STRING, event_type STRING,"
         + " hotel_id STRING, room_type STRING, stay_date DATE, event_time_ms BIGINT, price_shown DOUBLE,"
         + " price_paid DOUBLE, rate DOUBLE, rooms_left INT, capacity INT, rooms INT, nights INT,"
-        + " payload_bytes INT, dlq_payload BYTES>"))
+        + " payload_bytes INT, dlq_payload BYTES, competitor_id STRING>"))
 public class ParseEvent extends TableFunction<Row> {
 
     public static final String SPEC_PARAMETER = "pricestream.contract";
-    private static final int ARITY = 18;
+    private static final int ARITY = 19;
 
     private transient JsonMapper mapper;
     private transient Map<String, List<FieldRule>> types;
@@ -287,6 +287,8 @@ public class ParseEvent extends TableFunction<Row> {
         row.setField(14, rooms == null || rooms.isNull() ? 1 : rooms.asInt());
         JsonNode nights = event.get("nights");
         row.setField(15, nights == null || nights.isNull() ? 1 : nights.asInt());
+        JsonNode competitor = event.get("competitor_id");
+        row.setField(18, competitor == null || competitor.isNull() ? null : competitor.asText());
     }
 
     private void checkField(FieldRule rule, JsonNode value) throws Invalid {
