@@ -59,10 +59,14 @@ tr:nth-child(even) td{background:#fafbfc}.alert{color:#c62828;font-weight:600}
 """
 
 
+_EMPTY = "no-data:"  # prefix of a plot that drew the "no data" placeholder: the page says so in text too
+
+
 def _png(fig: Figure) -> str:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=96, bbox_inches="tight")
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+    encoded = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return _EMPTY + encoded if fig.get_label() == "no data" else encoded
 
 
 def _figure(height: float = 3.6) -> tuple[Figure, Axes]:
@@ -73,6 +77,7 @@ def _figure(height: float = 3.6) -> tuple[Figure, Axes]:
 
 
 def _no_data(ax: Axes) -> None:
+    ax.figure.set_label("no data")
     ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="#829ab1")
     ax.set_xticks([])
     ax.set_yticks([])
@@ -247,9 +252,12 @@ def _latest(series: TierShares) -> pd.DataFrame:
 
 
 def _section(title: str, image: str, table: str) -> str:
+    empty = image.startswith(_EMPTY)
+    alt = html.escape(title + (" (no data)" if empty else ""))
     return (
         f"<section><h2>{html.escape(title)}</h2>"
-        f'<img alt="{html.escape(title)}" src="data:image/png;base64,{image}">{table}</section>'
+        f'<img alt="{alt}" data-empty="{str(empty).lower()}" src="data:image/png;base64,{image.removeprefix(_EMPTY)}">'
+        f"{table}</section>"
     )
 
 

@@ -5,6 +5,8 @@ set -euo pipefail
 
 need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+# the dashboard tests render pages in a real headless browser
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 

@@ -34,7 +34,7 @@ import pandas as pd
 
 from events.admin import create_topics
 from events.config import KafkaConfig
-from events.models import PricingDecision, PricingRequest, Record
+from events.models import PricingDecision, PricingRequest, Record, dumps
 from events.producer import Producer
 from events.simulator import Market, MarketConfig, Offer, Simulation, oracle_policy, static_policy, training_frame
 from events.simulator.evaluate import DayAccumulator, simulate_days
@@ -48,7 +48,7 @@ from feedback.services.sampler_service import SamplerService, SamplerServiceConf
 from feedback.services.trainer_service import Snapshot, TrainerService, TrainerServiceConfig
 from infra.processes import end_tree
 from pipelines.config import FeatureJobConfig
-from pricestream.app import ServingPath, build_serving_path
+from pricestream.app import ServingPath, build_serving_path, promote_trained
 from pricestream.settings import Settings
 from pricing.errors import PricingError
 from pricing.scorer import ScorerConfig
@@ -72,6 +72,8 @@ _GUARD_HOLDOUT = 0.2  # = feedback.continued's default validation_fraction
 # scoring, so no window fired and the scorer saw no features at all. 10 s still tolerates a
 # briefly starved reader on a busy host.
 _IDLE_TIMEOUT_MS = 10_000
+_STAGE_HOURS = (6, 12, 18)  # shadow -> canary -> blend -> full over a simulated day's traffic
+_GATE_REPLAY_N = 400  # replayed requests per gate: enough for the price and latency gates, seconds to run
 _FEATURES_WAIT_S = 240.0  # the first day includes the Flink job's start-up (a minute on a busy host)
 _FEATURES_SETTLED_S = 8.0  # no new feature rows for this long after some: the job caught up with the day
 _FEATURES_POLL_S = 1.0
@@ -90,6 +92,9 @@ class DemoReport:
     model_versions: list[str] = field(default_factory=list)
     promotions: int = 0
     rejections: list[str] = field(default_factory=list)
+    rollouts: list[str] = field(default_factory=list)
+    """Every rollout step the run took ("v3: canary -> blend")."""
+    dashboard_path: Path | None = None
     plot_path: Path | None = None
     csv_path: Path | None = None
 
@@ -115,6 +120,9 @@ class DemoReport:
             f"model versions {self.model_versions}, promotions {self.promotions}, rejections {len(self.rejections)}",
         ]
         lines += [f"  rejected update: {reason[:160]}" for reason in self.rejections]
+        lines += [f"  rollout {step}" for step in self.rollouts]
+        if self.dashboard_path is not None:
+            lines.append(f"dashboard: {self.dashboard_path}")
         if self.plot_path is not None:
             lines.append(f"plot: {self.plot_path}  table: {self.csv_path}")
         return lines
@@ -137,6 +145,11 @@ class _Loop:
     job: subprocess.Popen[bytes]
     writer_stop: threading.Event
     writer: threading.Thread
+    run: Settings
+    """The settings the serving path runs on: this run's registry, rules, audit log and rollout state."""
+    reference: str = ""
+    """Snapshot the bootstrap models trained on: the drift reference of the run's dashboard."""
+    served: list[PricingDecision] = field(default_factory=list)
 
 
 def run_demo(
@@ -155,7 +168,29 @@ def run_demo(
         _stop(loop)
     report.model_versions = [e.version for e in loop.registry.list()]
     report.plot_path, report.csv_path = _write_report(report, loop.work)
+    report.dashboard_path = _write_dashboard(loop)
     return report
+
+
+def _write_dashboard(loop: _Loop) -> Path | None:
+    """The run's monitoring page (what ``pricestream monitor report`` draws for a deployment)."""
+    from features.snapshots import load_snapshot
+    from pricestream.commands import monitoring as mon
+    from routing.delivery import StateStore
+
+    audit = loop.run.audit()
+    if not audit.exists():
+        return None
+    decided = mon.audit_frame(audit)
+    if decided.empty:
+        return None
+    features = mon.records_features(json.loads(dumps(d)) for d in loop.served)
+    state = StateStore(loop.run.rollout()).load()
+    return mon.write_run_dashboard(
+        loop.work / "report" / "monitor.html", decided=decided, features=features,
+        reference=load_snapshot(loop.work / "snapshots", loop.reference),
+        rollout_history=state.history if state else (), window=timedelta(days=2), staleness=timedelta(hours=6),
+    )
 
 
 def _start(settings: Settings, *, hotels: int, seed: int, say: Progress) -> _Loop:
@@ -176,7 +211,8 @@ def _start(settings: Settings, *, hotels: int, seed: int, say: Progress) -> _Loo
     writer = threading.Thread(target=run_writer, args=(features,), kwargs={"stop_event": writer_stop}, daemon=True)
     writer.start()
     market_rules(market, work / "rules.yaml")
-    serving = _serving_path(settings, features, registry, work, snapshot.snapshot_id)
+    run = _run_settings(settings, registry, work)
+    serving = _serving_path(run, features, snapshot.snapshot_id)
     prefix = kafka.topic_prefix
     return _Loop(
         settings, kafka, features, work, market, registry, serving,
@@ -196,11 +232,12 @@ def _start(settings: Settings, *, hotels: int, seed: int, say: Progress) -> _Loo
             )
         ),
         TrainerService(
+            # the trainer only registers: a version that passes its gate is rolled out (app.promote_trained)
             TrainerServiceConfig(kafka=kafka, state_dir=work / "trainer", registry_root=registry.root,
-                                 auto_promote=True, train_every=10**9, group_id=f"{prefix}feedback-trainer"),
+                                 auto_promote=False, train_every=10**9, group_id=f"{prefix}feedback-trainer"),
             snapshot=snapshot,
         ),
-        job, writer_stop, writer,
+        job, writer_stop, writer, run, snapshot.snapshot_id,
     )
 
 
@@ -270,20 +307,22 @@ def market_rules(market: Market, path: Path) -> Path:
     return path
 
 
-def _serving_path(
-    settings: Settings, features: FeaturesConfig, registry: ModelRegistry, work: Path, snap: str
-) -> ServingPath:
-    """The serving path of :mod:`pricestream.app`, pointed at this run's registry, rules, audit and rollout.
+def _run_settings(settings: Settings, registry: ModelRegistry, work: Path) -> Settings:
+    """``settings`` pointed at this run's registry, rules, audit log, rollout and router state."""
+    return settings.model_copy(update={
+        "registry_root": registry.root, "rules_file": work / "rules.yaml",
+        "audit_log": work / "audit" / "decisions.jsonl", "rollout_state": work / "rollout" / "rollout.json",
+        "router_state": work / "router" / "thresholds.json", "trainer_promotion": "rollout",
+    })
+
+
+def _serving_path(run: Settings, features: FeaturesConfig, snap: str) -> ServingPath:
+    """The serving path of :mod:`pricestream.app` on the run's settings.
 
     The demo publishes its decisions itself (stamped with the simulated request time), so the path publishes none.
     """
-    run_settings = settings.model_copy(update={
-        "registry_root": registry.root, "rules_file": work / "rules.yaml",
-        "audit_log": work / "audit" / "decisions.jsonl", "rollout_state": work / "rollout" / "rollout.json",
-        "router_state": work / "router" / "thresholds.json",
-    })
     return build_serving_path(
-        run_settings, publish="none", feature_source=RedisFeatureSource(features),
+        run, publish="none", feature_source=RedisFeatureSource(features),
         config=ScorerConfig(snapshot_id=snap, stale_after_s=None),
     )
 
@@ -293,8 +332,12 @@ def _one_day(loop: _Loop, start: datetime, *, seed: int, report: DemoReport, say
     decisions: list[PricingDecision] = []
     recent: dict[tuple[Any, ...], str] = {}
     rng = random.Random(seed)
+    stage_at = [start + timedelta(hours=h) for h in _STAGE_HOURS]  # a live rollout moves on at these times
 
     def policy(offer: Offer) -> float:
+        while stage_at and offer.at >= stage_at[0]:
+            stage_at.pop(0)
+            _advance_rollout(loop, report, seed=seed + len(stage_at))
         request = PricingRequest(
             hotel_id=offer.hotel_id, room_type=offer.room_type, stay_date=offer.stay_date, nights=offer.nights,
             channel=offer.channel, event_time=offer.at,  # type: ignore[arg-type]
@@ -315,6 +358,8 @@ def _one_day(loop: _Loop, start: datetime, *, seed: int, report: DemoReport, say
     with Producer(loop.kafka, topic="pricing.decisions") as out:
         for decision in decisions:
             out.send(decision)
+    loop.served.extend(decisions)
+    _finish_rollout(loop, report)
     ours = acc.finish(sim, name="pricestream", first=start, days=1).days[0]
     base = {name: simulate_days(loop.market, pol, days=1, start=start, seed=seed).days[0]
             for name, pol in (("static", static_policy(loop.market)), ("oracle", oracle_policy(loop.market)))}
@@ -370,6 +415,38 @@ def _link(event: Record, recent: dict[tuple[Any, ...], str]) -> Record:
     return type(event).model_construct(**{**event.__dict__, "decision_id": uuid.UUID(decision)})
 
 
+def _advance_rollout(loop: _Loop, report: DemoReport, *, seed: int) -> None:
+    """Move a live rollout one stage on, gated on a simulator replay of both models (as ``rollout advance
+    --source replay`` does); the serving path follows at once."""
+    from pricestream.commands.replay import replay_evidence
+    from pricing.rules import RuleSet
+    from routing.delivery import RolloutController
+    from routing.delivery.stages import LIVE_STAGES
+
+    controller = RolloutController(loop.run.delivery())
+    state = controller.status()
+    if state.stage not in LIVE_STAGES or state.version is None or state.incumbent_version is None:
+        return
+    evidence = replay_evidence(loop.registry, RuleSet.load(loop.run.rules_file), state.version,
+                               state.incumbent_version, n=_GATE_REPLAY_N, seed=seed)
+    result = controller.advance(evidence)
+    report.rollouts.append(f"{state.version}: {result.from_stage.value} -> {result.stage.value}"
+                           + ("" if result.advanced else f" ({result.message[:120]})"))
+    loop.serving.follower.step()
+
+
+def _finish_rollout(loop: _Loop, report: DemoReport) -> None:
+    """A rollout that reached full traffic makes its version the registry's live model."""
+    from routing.delivery import RolloutController, Stage
+
+    state = RolloutController(loop.run.delivery()).status()
+    current = loop.registry.current("light")
+    if state.stage == Stage.FULL and state.version and (current is None or current.version != state.version):
+        loop.registry.promote(state.version)
+        report.promotions += 1
+        loop.serving.follower.step()
+
+
 def _drain(step: Callable[[], Any], counter: str) -> int:
     total, idle = 0, 0
     while idle < _DRAIN_IDLE_BATCHES:
@@ -392,9 +469,10 @@ def _learn(loop: _Loop, report: DemoReport, say: Progress) -> str:
     except PricingError as exc:  # a failed update keeps the serving model; the loop goes on
         report.rejections.append(f"training failed: {exc}")
         return _serving(loop)
-    if getattr(outcome, "promoted", False):
-        report.promotions += 1
-        loop.serving.follower.step()  # now, not at the next poll: the next day prices with it
+    if getattr(outcome, "accepted", False) and outcome.version:
+        promote_trained(loop.run, outcome.version)  # a rollout, shadow first: the next day moves it on
+        report.rollouts.append(f"{outcome.version}: shadow")
+        loop.serving.follower.step()  # now, not at the next poll: the next day prices through it
     elif getattr(outcome, "reason", None):
         report.rejections.append(str(outcome.reason))
     return _serving(loop)

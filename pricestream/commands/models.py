@@ -221,26 +221,11 @@ def _read_evidence(path: Path) -> Evidence:
 
 
 def _replay_evidence(version: str, incumbent: str | None, *, n: int, seed: int) -> Evidence:
-    from pricestream.commands.replay import ReplayRequests
+    from pricestream.commands.replay import replay_evidence
     from pricing.rules import RuleSet
-    from pricing.tiers import load_pricer
-    from routing.delivery import Evidence
 
     if incumbent is None:
         fail(f"rollout of {version} has no incumbent to compare with; give --evidence")
-    registry = _registry()
-    rules = RuleSet.load(settings().rules_file)
     with err.status(f"replaying {n} simulated requests through {incumbent} and {version}"):
-        replay = ReplayRequests.sample(n=n, seed=seed, hotels=8)
-        inc = replay.quote(load_pricer(registry.show(str(incumbent)).path), rules)
-        cand = replay.quote(load_pricer(registry.show(version).path), rules)
-        half = n // 2  # outcome gates compare two disjoint halves of traffic, as a canary split would
-    return Evidence(
-        incumbent_prices=inc.prices,
-        candidate_prices=cand.prices,
-        candidate_latency_ms=cand.latency_ms,
-        incumbent_booked=replay.sample_booked(inc.prices, seed=seed)[:half],
-        candidate_booked=replay.sample_booked(cand.prices, seed=seed + 1)[half:],
-        incumbent_revenue=replay.true_revenue(inc.prices)[:half],
-        candidate_revenue=replay.true_revenue(cand.prices)[half:],
-    )
+        return replay_evidence(_registry(), RuleSet.load(settings().rules_file), version, str(incumbent), n=n,
+                               seed=seed)

@@ -204,3 +204,28 @@ def read_records(config: KafkaConfig, topic: str, *, timeout_s: float = 10.0) ->
     finally:
         consumer.close()
     return records
+
+
+def write_run_dashboard(
+    target: Path,
+    *,
+    decided: pd.DataFrame,
+    features: pd.DataFrame,
+    reference: pd.DataFrame | None,
+    rollout_history: Sequence[object] = (),
+    window: timedelta = timedelta(hours=24),
+    staleness: timedelta = timedelta(minutes=60),
+) -> Path:
+    """The monitoring page of one run: audited decisions, the features they read, drift against ``reference``.
+
+    ``monitor report`` and the demo draw the same page with it.
+    """
+    from feedback.dashboard import write_dashboard
+
+    now = decided["time"].max().to_pydatetime()
+    drift = [] if reference is None else drift_history(reference, features, at=now)
+    return write_dashboard(
+        target, coverage=coverage_report(features, window=window, staleness=staleness, now=now),
+        drift_history=drift, flips=flip_reports(decided), tier_shares=tier_shares(decided),
+        latencies_ms=latencies(decided), rollout_weights_history=rollout_weights(rollout_history),
+    )

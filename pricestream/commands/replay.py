@@ -20,6 +20,7 @@ import math
 import time
 from dataclasses import dataclass
 from datetime import date
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -29,6 +30,10 @@ from events.models import CHANNELS, PricingRequest
 from events.simulator import Market, MarketConfig, training_frame
 from pricing.rules import RuleSet
 from routing.complexity import complexity_score, inputs_from
+
+if TYPE_CHECKING:
+    from feedback.registry import ModelRegistry
+    from routing.delivery import Evidence
 
 REPLAY_DAYS = 30
 """Width of the simulated time range the replay requests fall into."""
@@ -118,3 +123,25 @@ class ReplayRequests:
 
 def _missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def replay_evidence(registry: ModelRegistry, rules: RuleSet, version: str, incumbent: str, *, n: int,
+                    seed: int, hotels: int = 8) -> Evidence:
+    """Gate evidence for a rollout of ``version`` against ``incumbent``: both price the same ``n`` simulated
+    requests; outcomes are drawn from the market truth on two disjoint halves, as a canary split would see."""
+    from pricing.tiers import load_pricer
+    from routing.delivery import Evidence
+
+    replay = ReplayRequests.sample(n=n, seed=seed, hotels=hotels)
+    inc = replay.quote(load_pricer(registry.show(incumbent).path), rules)
+    cand = replay.quote(load_pricer(registry.show(version).path), rules)
+    half = n // 2
+    return Evidence(
+        incumbent_prices=inc.prices,
+        candidate_prices=cand.prices,
+        candidate_latency_ms=cand.latency_ms,
+        incumbent_booked=replay.sample_booked(inc.prices, seed=seed)[:half],
+        candidate_booked=replay.sample_booked(cand.prices, seed=seed + 1)[half:],
+        incumbent_revenue=replay.true_revenue(inc.prices)[:half],
+        candidate_revenue=replay.true_revenue(cand.prices)[half:],
+    )

@@ -33,7 +33,6 @@ def monitor_report(
     stale_minutes: Annotated[float, typer.Option(envvar="PRICESTREAM_STALE_MINUTES", min=0.1)] = 60.0,
 ) -> None:
     """HTML dashboard: coverage, drift vs a snapshot, flip rate, tier shares, latency, rollout weights."""
-    from feedback.dashboard import write_dashboard
     from pricestream.commands import monitoring as mon
     from routing.delivery import StateStore
 
@@ -48,16 +47,15 @@ def monitor_report(
     now = decided["time"].max().to_pydatetime()
     with err.status("collecting features"):
         feats, source = _report_features(decisions, decided, now)
-    coverage = mon.coverage_report(feats, window=timedelta(hours=window_hours),
-                                   staleness=timedelta(minutes=stale_minutes), now=now)
     drift = _drift(reference, feats, now)
     state = StateStore(s.rollout()).load()
     target = out_file or s.reports_dir / "monitor.html"
     with err.status(f"drawing {target}"):
-        path = write_dashboard(
-            target, coverage=coverage, drift_history=drift, flips=mon.flip_reports(decided),
-            tier_shares=mon.tier_shares(decided), latencies_ms=mon.latencies(decided),
-            rollout_weights_history=mon.rollout_weights(state.history if state else ()),
+        ref = None if reference is None else _reference(reference)
+        path = mon.write_run_dashboard(
+            target, decided=decided, features=feats, reference=ref,
+            rollout_history=state.history if state else (), window=timedelta(hours=window_hours),
+            staleness=timedelta(minutes=stale_minutes),
         )
     shares = decided["tier"].value_counts(normalize=True).round(3).to_dict()
     alerts = [f.feature for r in drift for f in r if f.alert]
@@ -163,14 +161,19 @@ def _report_features(decisions: Path | None, decided: pd.DataFrame, now: datetim
     return mon.offline_features(s.offline(), decided, until=now), "the offline store"
 
 
+def _reference(snapshot_id: str) -> pd.DataFrame:
+    from features.snapshots import load_snapshot
+
+    return load_snapshot(settings().snapshots(), snapshot_id)
+
+
 def _drift(reference: str | None, feats: pd.DataFrame, now: datetime) -> list:
     if reference is None:
         err.print("no --reference snapshot: the drift section stays empty")
         return []
-    from features.snapshots import load_snapshot
     from pricestream.commands import monitoring as mon
 
-    return mon.drift_history(load_snapshot(settings().snapshots(), reference), feats, at=now)
+    return mon.drift_history(_reference(reference), feats, at=now)
 
 
 @evaluate_app.command("offpolicy")

@@ -29,3 +29,16 @@ def test_two_day_closed_loop_reports_revenue_labels_and_examples(stack: StackCon
     assert len(report.model_versions) >= 2
     assert all(reason for reason in report.rejections)
     assert sum("guarded training" in step for step in steps) == 2
+    _dashboard_has_every_panel(report.dashboard_path)
+
+
+def _dashboard_has_every_panel(page: Path | None) -> None:
+    """The run's monitoring page in a real headless Chromium: every panel drawn, nothing logged to the console."""
+    from tests.integration._browser import render
+
+    assert page is not None and page.exists()
+    shown = render(page)
+    for title in ("Feature coverage", "Feature drift", "Flip rate", "Tier shares", "Latency", "Rollout weights"):
+        assert title.lower() in shown.dom.lower(), title
+    assert "no data" not in shown.dom and 'data-empty="true"' not in shown.dom
+    assert shown.console == []
