@@ -105,6 +105,29 @@ def create_env(config: FeatureJobConfig) -> StreamTableEnvironment:
     return StreamTableEnvironment.create(stream_env)
 
 
+def latest_checkpoint(root: Path) -> Path | None:
+    """The newest completed checkpoint under ``root`` (``<job id>/chk-<n>`` with its ``_metadata``), or None.
+
+    Retained checkpoints of earlier runs sit beside each other, one directory per job id; the
+    newest completed one wins, whichever run wrote it.
+    """
+    found = [meta.parent for meta in root.glob("*/chk-*/_metadata")]
+    return max(found, key=lambda chk: (chk.stat().st_mtime_ns, int(chk.name.split("-")[1]))) if found else None
+
+
+def resume_point(config: FeatureJobConfig, *, savepoint: Path | None = None, fresh: bool = False) -> Path | None:
+    """Where a run restores from: ``savepoint`` if given, nothing if ``fresh``, else the latest retained checkpoint.
+
+    A restart then keeps its window state and its source offsets (a restart from the group's
+    offsets with empty state served wrong counts, issue 13).
+    """
+    if savepoint is not None:
+        return savepoint
+    if fresh or config.checkpoint_dir is None:
+        return None
+    return latest_checkpoint(config.checkpoint_dir)
+
+
 def run(config: FeatureJobConfig, *, wait: bool = True) -> TableResult:
     """Build and execute the job; with ``wait`` block until it ends (bounded runs end).
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -24,6 +25,16 @@ _Bounded = Annotated[
     bool, typer.Option(envvar="PRICESTREAM_JOB_BOUNDED", help="stop at the offsets latest when the job started")
 ]
 _Parallelism = Annotated[int | None, typer.Option(envvar="PRICESTREAM_JOB_PARALLELISM", min=1)]
+_Savepoint = Annotated[
+    Path | None,
+    typer.Option("--from-savepoint", envvar="PRICESTREAM_JOB_FROM_SAVEPOINT",
+                 help="restore from this savepoint or checkpoint directory"),
+]
+_Fresh = Annotated[
+    bool,
+    typer.Option("--fresh", envvar="PRICESTREAM_JOB_FRESH",
+                 help="ignore retained checkpoints: empty state, offsets per --startup"),
+]
 
 
 def _job_config(job: str, *, startup: str | None, bounded: bool, parallelism: int | None) -> FeatureJobConfig:
@@ -41,11 +52,22 @@ def jobs_run(
     startup: _Startup = None,
     bounded: _Bounded = False,
     parallelism: _Parallelism = None,
+    from_savepoint: _Savepoint = None,
+    fresh: _Fresh = False,
 ) -> None:
-    """Run a job in the embedded Flink MiniCluster, in this process, until it ends (bounded) or Ctrl-C."""
+    """Run a job in the embedded Flink MiniCluster, in this process, until it ends (bounded) or Ctrl-C.
+
+    By default it resumes from the latest retained checkpoint (state and offsets), so a restart
+    after a crash loses nothing; ``--from-savepoint PATH`` and ``--fresh`` choose explicitly.
+    """
     from pipelines import feature_job
 
+    if from_savepoint is not None and fresh:
+        fail("--from-savepoint and --fresh: got both, expected at most one")
     config = _job_config(job, startup=startup, bounded=bounded, parallelism=parallelism)
+    restore = feature_job.resume_point(config, savepoint=from_savepoint, fresh=fresh)
+    config = config.model_copy(update={"restore_from": restore})
+    err.print(f"restoring from {restore}" if restore else f"no checkpoint restored: offsets per {config.startup}")
     what = "bounded: until the offsets at start" if config.bounded else "unbounded: Ctrl-C to stop"
     with err.status(f"feature job {config.topic(config.source_topic)} -> {config.topic(config.sink_topic)} ({what})"):
         feature_job.run(config, wait=True)

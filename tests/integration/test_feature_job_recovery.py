@@ -1,106 +1,160 @@
-"""Kill the feature job mid-stream and restore it from its last checkpoint.
+"""SIGKILL the feature job mid-stream and restart it with the plain documented command.
 
-``features.v1`` read with read_committed must then hold every version exactly
-once per key: no duplicate from the replay, no gap from the crash.
+``pricestream jobs run features`` resumes from the latest retained checkpoint by default. The
+tiles are upserts delivered at-least-once, so the restart replays some of them; the online writer's
+per-tile version check makes the replay harmless. The values served from Redis must then equal
+those of an uninterrupted run over the same events, for every key, with no event lost.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
-from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from events.admin import create_topics
 from events.config import KafkaConfig
-from events.models import SearchEvent, ViewEvent
+from events.models import (
+    BookingEvent,
+    CancellationEvent,
+    CompetitorRateEvent,
+    InventoryEvent,
+    Record,
+    SearchEvent,
+    ViewEvent,
+)
+from events.topics import TopicSpec
+from features.config import FeaturesConfig
+from features.online_source import RedisFeatureSource
+from features.online_writer import OnlineWriter
+from features.rows import parse_row
 from infra.config import StackConfig
 from infra.processes import end_tree
 from pipelines.config import FeatureJobConfig
-from tests.integration.flink_helpers import feature_rows, make_topics, publish
+from pipelines.feature_job import latest_checkpoint, run
+from tests.integration._features_helpers import drop_project_keys
+from tests.integration.flink_helpers import feature_rows, make_topics, publish, read_all
 
 pytestmark = [pytest.mark.integration, pytest.mark.flink]
 
 T0 = datetime(2026, 10, 1, tzinfo=UTC)
-STAY_VIEWS = ("stay_1h", "stay_24h", "stay_7d", "stay_14d")
+N_EVENTS = 1600
+HOTELS, ROOMS, STAYS = 3, ("std", "dlx"), 4
 
 
-def _events(start: int, n: int) -> list:
-    out = []
+def _key(i: int) -> dict:
+    stay = date(2026, 12, 1) + timedelta(i % STAYS)
+    return {"hotel_id": f"h{i % HOTELS}", "room_type": ROOMS[i % 2], "stay_date": stay}
+
+
+def _events(start: int, n: int) -> list[Record]:
+    """Every event type, 97 s apart (1,600 events span 43 h: the 1 h, 24 h and 7 d windows all differ)."""
+    out: list[Record] = []
     for i in range(start, start + n):
-        key = {"hotel_id": f"h{i % 3}", "room_type": "std", "stay_date": date(2026, 12, 1) + timedelta(days=i % 4)}
-        at = T0 + timedelta(seconds=30 * i)
-        view = ViewEvent(**key, event_time=at, price_shown=100.0 + i % 7)
-        out.append(view if i % 2 else SearchEvent(**key, event_time=at))
+        key, at = _key(i), T0 + timedelta(seconds=97 * i)
+        kind = i % 6
+        if kind == 0:
+            out.append(SearchEvent(**key, event_time=at, nights=1 + i % 3))
+        elif kind == 1:
+            out.append(ViewEvent(**key, event_time=at, price_shown=100.0 + i % 11))
+        elif kind == 2:
+            out.append(BookingEvent(**key, event_time=at, price_paid=90.0 + i % 7, rooms=1 + i % 2))
+        elif kind == 3:
+            out.append(CompetitorRateEvent(**key, event_time=at, competitor_id=f"c{i % 4}", rate=80.0 + i % 13))
+        elif kind == 4:
+            out.append(InventoryEvent(**key, event_time=at, rooms_left=i % 10, capacity=10))
+        else:
+            out.append(CancellationEvent(**key, event_time=at, booking_id=uuid.uuid4()))
     return out
 
 
-def _latest_checkpoint(root: Path) -> Path | None:
-    found = sorted(root.glob("*/chk-*/_metadata"), key=lambda p: int(p.parent.name.split("-")[1]))
-    return found[-1].parent if found else None
+def _counted(kafka: KafkaConfig, topic: str = "features.v1") -> int:
+    """Events in the newest row of each hotel tile (each event is in exactly one)."""
+    newest: dict[tuple, dict] = {}
+    for r in (json.loads(m.value()) for m in read_all(kafka, topic, idle_polls=2)):
+        key = (r["hotel_id"], r["tile_start"])
+        if r["view"] == "hotel_stats" and (key not in newest or r["version"] > newest[key]["version"]):
+            newest[key] = r
+    return int(sum(r["features"]["n"] for r in newest.values()))
 
 
-def _start(config: FeatureJobConfig, log: Path) -> subprocess.Popen:
-    argv = [sys.executable, "-m", "pipelines.feature_job", "--config-json", config.model_dump_json()]
-    return subprocess.Popen(argv, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+def _start(env: dict[str, str], log: Path) -> subprocess.Popen:
+    argv = [str(Path(sys.executable).with_name("pricestream")), "jobs", "run", "features"]
+    return subprocess.Popen(argv, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def test_kill_and_restore_gives_no_duplicate_and_no_missing_version(stack: StackConfig, tmp_path: Path) -> None:
+def _served(stack: StackConfig, tmp_path: Path, rows: list[dict]) -> dict:
+    config = FeaturesConfig(project=f"fr{uuid.uuid4().hex[:8]}", state_dir=tmp_path, redis_url=stack.redis_url)
+    try:
+        OnlineWriter(config).write_rows([parse_row(r) for r in rows])
+        keys = sorted({tuple(_key(i).values()) for i in range(N_EVENTS)})
+        reads = RedisFeatureSource(config).read_many(keys)
+        return {k: (r.values, r.event_time) for k, r in zip(keys, reads, strict=True)}
+    finally:
+        drop_project_keys(config)
+
+
+def test_kill_and_plain_restart_serve_the_values_of_an_uninterrupted_run(stack: StackConfig, tmp_path: Path) -> None:
     kafka = KafkaConfig(bootstrap_servers=stack.kafka_bootstrap, topic_prefix=f"fr{uuid.uuid4().hex[:8]}-")
-    make_topics(kafka, partitions=1)
-    # a last event a day later moves the watermark past event 799, so all of its rows are due
-    sentinel = SearchEvent(
-        hotel_id="h9", room_type="std", stay_date=date(2026, 12, 9), event_time=T0 + timedelta(days=1)
-    )
-    first, second = _events(0, 400), [*_events(400, 400), sentinel]
+    make_topics(kafka, partitions=2)
+    create_topics(kafka, [TopicSpec(name="features.reference", partitions=1)])
+    first, second = _events(0, N_EVENTS // 2), _events(N_EVENTS // 2, N_EVENTS // 2)
     publish(kafka, first)
-    config = FeatureJobConfig(
-        bootstrap_servers=stack.kafka_bootstrap, topic_prefix=kafka.topic_prefix,
-        connector_jar=stack.flink_kafka_connector_jar, startup="earliest-offset", checkpoint_interval_ms=1000,
-        checkpoint_dir=tmp_path / "checkpoints", out_of_orderness_ms=0, watermark_emit="on-event",
-        group_id=f"g-{uuid.uuid4().hex[:8]}", transactional_id_prefix=f"tx-{uuid.uuid4().hex[:8]}",
-    )
-    job = _start(config, tmp_path / "job1.log")
+    env = {**os.environ, "PRICESTREAM_TOPIC_PREFIX": kafka.topic_prefix, "PRICESTREAM_STATE_DIR": str(tmp_path),
+           "PRICESTREAM_JOB_STARTUP": "earliest-offset"}
+    log = tmp_path / "job.log"
+    job = _start(env, log)
     try:
         deadline = time.monotonic() + 600
-        while time.monotonic() < deadline and not feature_rows(kafka):
-            assert job.poll() is None, (tmp_path / "job1.log").read_text()[-3000:]
+        while time.monotonic() < deadline and _counted(kafka) == 0:
+            assert job.poll() is None, log.read_text()[-3000:]
             time.sleep(2)
-        assert feature_rows(kafka), "the job wrote nothing before the deadline"
-        publish(kafka, second)  # more data arrives while the job runs ...
-        time.sleep(3)
+        # more data arrives while the job runs, 50 events every 0.5 s ...
+        trickle = threading.Thread(target=lambda: [(publish(kafka, second[i:i + 50]), time.sleep(0.5))
+                                                   for i in range(0, len(second), 50)])
+        trickle.start()
+        deadline = time.monotonic() + 120
+        checkpoints = tmp_path / "flink" / "feature-job-checkpoints"
+        while time.monotonic() < deadline and latest_checkpoint(checkpoints) is None:
+            time.sleep(0.2)
+        time.sleep(1)
     finally:
         end_tree(job, sig=signal.SIGKILL)  # ... and the job dies mid-stream: python and its JVM, no clean shutdown
-    checkpoint = _latest_checkpoint(tmp_path / "checkpoints")
-    assert checkpoint is not None, "no completed checkpoint before the kill"
+    assert trickle.is_alive(), "every event was published before the kill: not mid-stream"
+    trickle.join()
+    assert latest_checkpoint(checkpoints) is not None, "no completed checkpoint before the kill"
+    assert _counted(kafka) < N_EVENTS
 
-    # Restart from the checkpoint as a deployment would (unbounded: the restored splits keep
-    # their own stopping offsets) and let it catch up until every event has its rows.
-    restored = _start(config.model_copy(update={"restore_from": checkpoint}), tmp_path / "job2.log")
+    restarted = _start(env, log)  # the same command, nothing added
     try:
-        deadline, rows = time.monotonic() + 600, []
-        while time.monotonic() < deadline:
-            assert restored.poll() is None, (tmp_path / "job2.log").read_text()[-3000:]
-            rows = feature_rows(kafka)
-            if len({(r["view"], r["version"]) for r in rows if r["hotel_id"] != "h9"}) >= 5 * 800:
-                break
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and _counted(kafka) < N_EVENTS:
+            assert restarted.poll() is None, log.read_text()[-3000:]
             time.sleep(3)
-        time.sleep(5)  # a little longer: a replayed duplicate would show up now
+        time.sleep(3)  # a replayed row would show up now
         rows = feature_rows(kafka)
     finally:
-        end_tree(restored, sig=signal.SIGKILL)
+        end_tree(restarted, sig=signal.SIGTERM)
+    assert "restoring from" in log.read_text()
+    assert _counted(kafka) == N_EVENTS  # 0 lost, none counted twice
 
-    keys = ((r["view"], r["hotel_id"], r["room_type"], r["stay_date"], r["version"]) for r in rows)
-    versions = Counter(k for k in keys if k[1] != "h9")
-    duplicates = [k for k, n in versions.items() if n > 1]
-    assert duplicates == []
-    # every one of the 800 events (offsets 0..799) yields exactly one row in each stay view
-    expected = {int((T0 + timedelta(seconds=30 * i)).timestamp() * 1000) * 1_000_000 + i for i in range(800)}
-    for view in STAY_VIEWS:
-        got = {k[4] for k in versions if k[0] == view}
-        assert got == expected, f"{view}: missing {sorted(expected - got)[:5]}, extra {sorted(got - expected)[:5]}"
+    reference = FeatureJobConfig(
+        bootstrap_servers=stack.kafka_bootstrap, topic_prefix=kafka.topic_prefix, sink_topic="features.reference",
+        connector_jar=stack.flink_kafka_connector_jar, startup="earliest-offset", bounded=True,
+        checkpoint_dir=tmp_path / "reference-checkpoints", group_id=f"ref-{uuid.uuid4().hex[:8]}",
+    )
+    run(reference)
+    assert _counted(kafka, "features.reference") == N_EVENTS
+    reference_rows = [json.loads(m.value()) for m in read_all(kafka, "features.reference")]
+    got, want = _served(stack, tmp_path, rows), _served(stack, tmp_path, reference_rows)
+    assert len(want) == 12 and all(v[0]["searches_7d"] is not None for v in want.values())
+    assert got == want
