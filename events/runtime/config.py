@@ -26,6 +26,9 @@ class RuntimeConfig(BaseModel):
         assignment: ``group`` (subscribe; instances share the partitions) or ``all_partitions``
             (one instance reads every partition; a stateful step whose state spans partitions).
         transactional_id: stable per instance (a restart fences its zombie); required when transactional.
+        instance_id: static group membership (``group.instance.id``, ``group`` assignment): a restarted
+            instance with the same id takes its partitions back at once, without a rebalance or waiting
+            for the dead member's session to time out (a second process with the same id fences the first).
         max_batch: most records per batch (and per transaction).
         poll_timeout_s: longest wait of one poll; bounds how late a stop request is noticed.
         max_idle_s: return once no record arrived for this long (``None``: run until stopped).
@@ -54,6 +57,7 @@ class RuntimeConfig(BaseModel):
     mode: Mode = "at_least_once"
     assignment: Assignment = "group"
     transactional_id: str | None = None
+    instance_id: str | None = None
     max_batch: int = Field(default=500, ge=1, le=100_000)
     poll_timeout_s: float = Field(default=0.5, gt=0, allow_inf_nan=False)
     max_idle_s: float | None = Field(default=None, gt=0)

@@ -45,6 +45,9 @@ from events.runtime.step import Output, Record, Step, offset_key
 T = TypeVar("T")
 log = logging.getLogger("pricestream.stream")
 _LAG_EVERY_S = 1.0  # lag gauges refresh: watermarks are cached locally, so this is cheap
+# Kafka's health is probed from the loop thread (a metadata request on the consumer blocks while
+# another thread sits in consume()), at most this often; /healthz reports the latest verdict.
+_PING_EVERY_S = 2.0
 # Backoff while a dependency is down: first retry soon (a blip), then no more than every 5 s
 # (a long outage must not spin a core; a stop request still ends the wait at once).
 _RETRY_FIRST_S = 0.2
@@ -118,7 +121,9 @@ class Runtime(Generic[T]):
         self._unavailable: str | None = None
         self._closed = False
         self._lag: dict[str, int] = {}
-        self._lag_at = self._logged_at = 0.0
+        self._lag_at = self._logged_at = self._ping_at = 0.0
+        self._kafka_problem: str | None = None
+        self._assigned = 0
         self.ops: OpsServer | None = None
         self._start()
 
@@ -297,9 +302,13 @@ class Runtime(Generic[T]):
 
     def _observe(self) -> None:
         now = time.monotonic()
+        if now - self._ping_at >= _PING_EVERY_S:
+            self._ping_at = now
+            self._kafka_problem = self.source.ping()
         if now - self._lag_at >= _LAG_EVERY_S:
             self._lag_at = now
             self._lag = self.source.lag()
+            self._assigned = self.source.assigned()
             for topic, lag in self._lag.items():
                 self.metrics.lag.labels(self.config.name, topic).set(lag)
         if now - self._logged_at >= self.config.log_every_s:
@@ -308,13 +317,14 @@ class Runtime(Generic[T]):
 
     def info(self) -> dict[str, Any]:
         """State, totals and consumer lag (the progress line and ``/healthz`` carry them)."""
-        return {"state": self.state, "consumed": self.stats.consumed, "dead_lettered": self.stats.dead_lettered,
+        return {"state": self.state, "assigned": self._assigned, "consumed": self.stats.consumed,
+                "dead_lettered": self.stats.dead_lettered,
                 "produced": self.stats.produced, "commits": self.stats.commits, "lag": dict(self._lag),
                 "lag_total": sum(self._lag.values())}
 
     def health(self) -> dict[str, str | None]:
         """``{"kafka": ..., **step.health()}``: ``None`` for a dependency that is up."""
-        deps: dict[str, str | None] = {"kafka": self.source.ping()}
+        deps: dict[str, str | None] = {"kafka": self._kafka_problem}
         deps.update(self.step.health())
         self.metrics.up.labels(self.config.name).set(0 if any(v is not None for v in deps.values()) else 1)
         return deps

@@ -21,7 +21,7 @@ from events.runtime.step import Offsets, offset_key, split_key
 # trip settles it (bounded: a broker that does not answer leaves it behind).
 _WATERMARK_TIMEOUT_S = 5.0
 _METADATA_TIMEOUT_S = 30.0
-_PING_TIMEOUT_S = 2.0
+_PING_TIMEOUT_S = 1.0
 
 
 class Source:
@@ -49,6 +49,8 @@ class Source:
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
                 "auto.offset.reset": config.auto_offset_reset,
+                **({"group.instance.id": config.instance_id}
+                   if config.instance_id and config.assignment == "group" else {}),
             }
         )
 
@@ -122,21 +124,38 @@ class Source:
             return -1
         return int(high)
 
+    def position(self, key: str) -> int:
+        """Next offset the consumer will fetch (past transaction markers, unlike the last record + 1); -1 unknown."""
+        topic, part = split_key(key)
+        try:
+            pos = self._consumer.position([TopicPartition(topic, part)])[0].offset
+        except KafkaException:
+            pos = -1
+        return max(int(pos), self.next_offsets.get(key, -1))
+
     def caught_up(self, key: str) -> bool:
         """Whether partition ``key`` has nothing left to read as of the last fetch."""
         high = self.high_watermark(key, ask=True)
-        return high >= 0 and self.next_offsets.get(key, -1) >= high
+        return high >= 0 and self.position(key) >= high
 
     def lag(self) -> dict[str, int]:
-        """Records left to read per logical input topic (partitions with a known watermark and position)."""
+        """Records left to read per logical input topic (partitions with a known watermark and position).
+
+        A transactional input ends with a commit marker that takes an offset but is no record; the
+        consumer's position is past it, so a caught-up reader shows 0.
+        """
         out: dict[str, int] = {self.logical(t): 0 for t in self.topics}
         for tp in self._assignment():
             key = offset_key(tp.topic, tp.partition)
             high = self.high_watermark(key)
-            pos = self.next_offsets.get(key)
-            if high >= 0 and pos is not None:
+            pos = self.position(key)
+            if high >= 0 and pos >= 0:
                 out[self.logical(tp.topic)] += max(0, high - pos)
         return out
+
+    def assigned(self) -> int:
+        """Partitions this instance holds now."""
+        return len(self._assignment())
 
     def _assignment(self) -> list[TopicPartition]:
         try:
@@ -145,7 +164,7 @@ class Source:
             return []
 
     def ping(self) -> str | None:
-        """``None`` when a broker answers a metadata request, else what is wrong."""
+        """``None`` when a broker answers a metadata request, else what is wrong (call from the polling thread)."""
         try:
             self._consumer.list_topics(self.topics[0], timeout=_PING_TIMEOUT_S)
         except KafkaException as exc:

@@ -225,6 +225,8 @@ def services_run(
         "ops_host": s.ops_host,
         "ops_port": default_ops_port(name, base=s.ops_base_port) if ops_port is None else ops_port,
         "grace_s": grace or s.grace_s, "log_every_s": s.log_every_s, "max_idle_s": max_idle,
+        # static membership: a restart by this same command takes the partitions back at once
+        "instance_id": _group(s, f"{name}-{s.service_instance}"),
     }
     if batch is not None:
         runtime["max_batch"] = batch
