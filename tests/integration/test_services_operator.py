@@ -277,3 +277,51 @@ def test_sigterm_each_service_mid_stream_loses_and_duplicates_nothing(
     for name in services:
         assert f'pricestream_stream_healthy{{service="{name}"}} 1.0' in metrics[name]
     assert 'pricestream_stream_consumer_lag{service="sampler",topic="feedback.labels"} 0.0' in metrics["sampler"]
+
+
+def _free_block(n: int) -> int:
+    """A base port with ``n`` free ports after it."""
+    for _ in range(50):
+        base = _free_port()
+        if base + n < 65535 and all(_port_free(base + i) for i in range(n)):
+            return base
+    raise AssertionError("no block of free ports")  # noqa: EM101 - a test helper
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def test_pricestream_run_starts_every_service_and_stops_all_cleanly(
+    run_env: tuple[KafkaConfig, dict[str, str], FeaturesConfig], tmp_path: Path
+) -> None:
+    from pricestream.supervision import probe
+
+    _, env, _ = run_env
+    base, http = _free_block(6), _free_port()
+    env = {**env, "PRICESTREAM_OPS_BASE_PORT": str(base), "PRICESTREAM_HTTP_PORT": str(http),
+           "PRICESTREAM_BOOTSTRAP_ROWS": "200", "PRICESTREAM_GRACE_S": "15"}
+    proc = subprocess.Popen([EXE, "run", "--without", "features", "--refresh", "1"], env=env,
+                            stdout=subprocess.PIPE, stderr=(tmp_path / "run.err").open("wb"))
+    urls = [f"http://127.0.0.1:{base + i}/healthz" for i in range(6)] + [f"http://127.0.0.1:{http}/healthz"]
+    deadline = time.monotonic() + 240
+    verdicts: list[str] = []
+    while time.monotonic() < deadline and proc.poll() is None:
+        verdicts = [probe(url)[0] for url in urls]
+        if verdicts == ["ok"] * len(urls):
+            break
+        time.sleep(1.0)
+    assert verdicts == ["ok"] * len(urls), (verdicts, (tmp_path / "run.err").read_text()[-2000:])
+    proc.send_signal(signal.SIGTERM)
+    stdout, _ = proc.communicate(timeout=180)
+    text = stdout.decode()
+    assert proc.returncode == 0, (text, (tmp_path / "run.err").read_text()[-2000:])
+    stopped = dict(item.rsplit(" ", 1) for item in text.split("processes: ", 1)[1].strip().split(", "))
+    names = {"online-writer", "offline-writer", "serve", "labels", "sampler", "trainer", "monitor"}
+    assert stopped == dict.fromkeys(names, "0")
+    assert [probe(url)[0] for url in urls] == ["not answering"] * len(urls)  # every process is gone
