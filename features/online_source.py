@@ -8,7 +8,10 @@ their 9 bytes (tag + little-endian float64), the rest through protobuf. Derived 
 :func:`events.catalog.derive`.
 
 ``version`` of a read is the newest view version, ``event_time`` the newest view event time:
-the state of the key as of its latest update.
+the state of the key as of its latest update. A view whose feature time is older than its TTL
+(:data:`features.config.DEFAULT_TTLS`) is read as missing, as Feast reads it
+(:mod:`features.ttl_store`); the read's ``event_time`` still counts it, so a key whose every view
+expired reads as old and the scorer prices it as stale (``stale_after_s``).
 
 Example (needs Redis, so not run here)::
 
@@ -19,8 +22,8 @@ Example (needs Redis, so not run here)::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import date, datetime
+from collections.abc import Callable, Sequence
+from datetime import UTC, date, datetime
 
 import redis
 
@@ -29,6 +32,7 @@ from events.redact import redact, redact_exception
 from features.config import FeaturesConfig
 from features.layout import decode_double, decode_ts, redis_key, view_fields
 from features.online_writer import redis_client
+from features.ttl_store import expired
 from pricing.errors import FeatureStoreUnavailable
 from pricing.feature_source import FeatureRead
 
@@ -51,6 +55,10 @@ _HOTEL_FIELDS, _HOTEL_LAYOUT = _plan(_HOTEL_VIEWS)
 _EMPTY_VALUES: dict[str, float | None] = dict.fromkeys(ALL_FEATURES)
 
 
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 class RedisFeatureSource:
     """Online features of stay keys, read from Feast's Redis layout.
 
@@ -59,10 +67,12 @@ class RedisFeatureSource:
         client: an existing redis-py client (else one is made from ``config``, with its timeouts).
     """
 
-    def __init__(self, config: FeaturesConfig, *, client: redis.Redis | None = None) -> None:
+    def __init__(self, config: FeaturesConfig, *, client: redis.Redis | None = None,
+                 clock: Callable[[], datetime] = _utc_now) -> None:
         self.config = config
         self._project = config.project
         self._client = client if client is not None else redis_client(config)
+        self._clock = clock
 
     def read(self, hotel_id: str, room_type: str, stay_date: date) -> FeatureRead:
         """Features of one stay key (all None, version None, when nothing is stored).
@@ -84,27 +94,30 @@ class RedisFeatureSource:
         except redis.RedisError as exc:
             msg = f"Redis at {redact(self.config.redis_url)!r} could not be read: {redact_exception(exc)}"
             raise FeatureStoreUnavailable(msg) from exc
-        return [_decode(replies[i], replies[i + 1]) for i in range(0, len(replies), 2)]
+        now = self._clock()
+        return [_decode(replies[i], replies[i + 1], now) for i in range(0, len(replies), 2)]
 
     def close(self) -> None:
         self._client.close()
 
 
-def _decode(stay: list[bytes | None], hotel: list[bytes | None]) -> FeatureRead:
+def _decode(stay: list[bytes | None], hotel: list[bytes | None], now: datetime) -> FeatureRead:
     values = dict(_EMPTY_VALUES)
     version: int | None = None
     event_time: datetime | None = None
     for reply, layout in ((stay, _STAY_LAYOUT), (hotel, _HOTEL_LAYOUT)):
-        for _view, names, start in layout:
+        for view, names, start in layout:
             end = start + len(names)
             raw_version = reply[end + 1]
+            ts = decode_ts(reply[end])
             if raw_version is None:
+                continue
+            if ts is not None and (event_time is None or ts > event_time):
+                event_time = ts  # expired or not: an old newest event time makes the scorer price as stale
+            if expired(view, ts, now=now):
                 continue
             for name, raw in zip(names, reply[start:end], strict=True):
                 values[name] = decode_double(raw)
             view_version = int(raw_version)
             version = view_version if version is None else max(version, view_version)
-            ts = decode_ts(reply[end])
-            if ts is not None and (event_time is None or ts > event_time):
-                event_time = ts
     return FeatureRead(derive(values), version, event_time)

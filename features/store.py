@@ -35,6 +35,7 @@ from feast.types import Float64, String
 from events.catalog import STAY_KEYS, VIEWS
 from features.config import DEFAULT_TTLS, FeaturesConfig
 from features.errors import StoreConfigError
+from features.ttl_store import TtlRedisOnlineStoreConfig
 
 ENTITY_KEYS: tuple[str, ...] = STAY_KEYS
 TIMESTAMP_FIELD = "event_timestamp"
@@ -111,14 +112,19 @@ def definitions_hash(views: list[FeatureView]) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
 
-def repo_config(config: FeaturesConfig) -> RepoConfig:
-    """The ``RepoConfig`` equivalent of ``features/repo/feature_store.yaml`` for ``config``."""
+def repo_config(config: FeaturesConfig, *, ttl_on_read: bool = True) -> RepoConfig:
+    """The ``RepoConfig`` equivalent of ``features/repo/feature_store.yaml`` for ``config``.
+
+    ``ttl_on_read=False`` reads with Feast's plain Redis store, which serves values past their TTL
+    (layout checks on historical rows; never the serving path).
+    """
+    store_config = TtlRedisOnlineStoreConfig if ttl_on_read else RedisOnlineStoreConfig
     try:
         return RepoConfig(
             project=config.project,
             provider="local",
             registry=RegistryConfig(path=str(config.registry), cache_ttl_seconds=60),
-            online_store=RedisOnlineStoreConfig(
+            online_store=store_config(
                 connection_string=config.feast_connection_string, full_scan_for_deletion=False
             ),
             offline_store={"type": "file"},
@@ -130,13 +136,13 @@ def repo_config(config: FeaturesConfig) -> RepoConfig:
         raise StoreConfigError(msg) from exc
 
 
-def build_store(config: FeaturesConfig, *, apply: bool = True) -> FeatureStore:
+def build_store(config: FeaturesConfig, *, apply: bool = True, ttl_on_read: bool = True) -> FeatureStore:
     """A ``FeatureStore`` for ``config``; with ``apply`` the definitions are registered (idempotent).
 
     ``apply`` also lets Feast's Redis store run its ``update`` hook, which creates nothing in Redis.
     """
     config.registry.parent.mkdir(parents=True, exist_ok=True)
-    store = FeatureStore(config=repo_config(config))
+    store = FeatureStore(config=repo_config(config, ttl_on_read=ttl_on_read))
     if apply:
         store.apply(feast_objects(config.offline))
     return store

@@ -97,7 +97,8 @@ def _served(stack: StackConfig, tmp_path: Path, rows: list[dict]) -> dict:
     try:
         OnlineWriter(config).write_rows([parse_row(r) for r in rows])
         keys = sorted({tuple(_key(i).values()) for i in range(N_EVENTS)})
-        reads = RedisFeatureSource(config).read_many(keys)
+        as_of = T0 + timedelta(seconds=97 * N_EVENTS + 60)  # just after the last event: inside every TTL
+        reads = RedisFeatureSource(config, clock=lambda: as_of).read_many(keys)
         return {k: (r.values, r.event_time) for k, r in zip(keys, reads, strict=True)}
     finally:
         drop_project_keys(config)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import threading
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -38,12 +39,17 @@ def config(stack: StackConfig, key_prefix: str, tmp_path: Path, kafka_config: Ka
     drop_project_keys(cfg)
 
 
+def _AT_T0() -> datetime:  # noqa: N802 - a constant clock, read like one
+    """The rows of make_row are of 2025-11-30: read them as of then, inside every view's TTL."""
+    return datetime.fromtimestamp(T0_MS / 1000 + 60, tz=UTC)
+
+
 def _feast_refs() -> list[str]:
     return [f"{view}:{name}" for view, (_, names) in VIEWS.items() for name in names]
 
 
 def test_rows_written_are_read_back_exactly_by_feast_and_the_source(config: FeaturesConfig) -> None:
-    store = build_store(config)
+    store = build_store(config, ttl_on_read=False)  # the rows are of 2025: this checks the layout
     writer = OnlineWriter(config, registry=CollectorRegistry())
     rows = [make_row(view, f"h{h}", version=10 + h) for view in VIEWS for h in range(3)]
     # hotel h2 has no stay_1h update: Feast and the source must both say None there
@@ -52,7 +58,7 @@ def test_rows_written_are_read_back_exactly_by_feast_and_the_source(config: Feat
 
     entity_rows = [{"hotel_id": f"h{h}", "room_type": "std", "stay_date": "2026-12-24"} for h in range(3)]
     feast = store.get_online_features(features=_feast_refs(), entity_rows=entity_rows).to_dict()
-    source = RedisFeatureSource(config)
+    source = RedisFeatureSource(config, clock=_AT_T0)
     for h in range(3):
         expected = {n: v for r in rows if r.hotel_id == f"h{h}" for n, v in r.features.items()}
         got_feast = {n: feast[n][h] for _, (_, names) in VIEWS.items() for n in names}
@@ -84,7 +90,7 @@ def test_an_older_version_never_overwrites_a_newer_one(config: FeaturesConfig) -
     assert tuple(writer.write_rows([new])) == (0, 1, 0)  # equal version (a replay) skipped in Redis
     assert tuple(writer.write_rows([old])) == (0, 1, 0)  # older skipped in Redis
     assert tuple(writer.write_rows([old, new])) == (0, 1, 1)  # older dropped in the batch, equal skipped
-    read = RedisFeatureSource(config).read("h1", "std", date(2026, 12, 24))
+    read = RedisFeatureSource(config, clock=_AT_T0).read("h1", "std", date(2026, 12, 24))
     assert read.version == 20
     assert read.values["searches_24h"] == new.features["searches_24h"] == 20.0
     # versions beyond 2**53 still compare exactly (Lua compares them as decimal strings)
@@ -92,7 +98,7 @@ def test_an_older_version_never_overwrites_a_newer_one(config: FeaturesConfig) -
     bigger_by_one = make_row("stay_24h", "h1", version=1761998400000000125, base=0.0)
     assert writer.write_rows([bigger_by_one]) == (1, 0, 0)
     assert writer.write_rows([big]) == (0, 1, 0)  # compared by the Lua script, not in Python
-    assert RedisFeatureSource(config).read("h1", "std", date(2026, 12, 24)).version == 1761998400000000125
+    assert RedisFeatureSource(config, clock=_AT_T0).read("h1", "std", date(2026, 12, 24)).version == 1761998400000000125
 
 
 def test_two_racing_writers_leave_the_newest_version_for_every_key(config: FeaturesConfig) -> None:
@@ -112,7 +118,7 @@ def test_two_racing_writers_leave_the_newest_version_for_every_key(config: Featu
         t.start()
     for t in threads:
         t.join()
-    reads = RedisFeatureSource(config).read_many([(h, "std", date.fromisoformat(s)) for h, s in keys])
+    reads = RedisFeatureSource(config, clock=_AT_T0).read_many([(h, "std", date.fromisoformat(s)) for h, s in keys])
     newest = make_row("stay_inventory", "x", version=6).features
     assert sum(r.version == 6 for r in reads) == len(keys) == 500
     assert all(r.values["rooms_left"] == newest["rooms_left"] and r.values["occupancy"] == 0.06 for r in reads)
@@ -160,10 +166,33 @@ def test_offsets_are_committed_only_after_the_write_and_a_crash_replays(config: 
     assert stats.written + stats.skipped_stale + stats.superseded == len(rows)
     assert stats.skipped_stale <= crashed_after  # only rows of the crashed batch can already be in Redis
     assert sum(o for o in _committed(config, 6).values() if o > 0) == len(rows) + 1
-    reads = RedisFeatureSource(config).read_many([(f"h{h}", "std", date(2026, 12, 24)) for h in range(20)])
+    keys = [(f"h{h}", "std", date(2026, 12, 24)) for h in range(20)]
+    reads = RedisFeatureSource(config, clock=_AT_T0).read_many(keys)
     assert [r.version for r in reads] == [102] * 20
     assert all(r.values["hotel_searches_24h"] == 102.0 for r in reads)
     status = read_status(config.status_file)
     assert status is not None and status.written == stats.written and status.p99_s is not None
     assert json.loads(config.status_file.read_text())["skipped_stale"] == stats.skipped_stale + stats.superseded
 
+
+
+def test_a_view_older_than_its_ttl_is_served_as_null(config: FeaturesConfig) -> None:
+    """Feast and the scorer's source: stay_1h (TTL 2 h) 3 h old is null, stay_24h (TTL 2 days) 1 h old is not."""
+    store = build_store(config)
+    now_ms = int(datetime.now(UTC).timestamp() * 1000)
+    fresh, old = make_row("stay_24h", "h1", version=5), make_row("stay_1h", "h1", version=5)
+    fresh = dataclasses.replace(fresh, feature_time=now_ms - 3_600_000)
+    old = dataclasses.replace(old, feature_time=now_ms - 3 * 3_600_000)
+    assert OnlineWriter(config, registry=CollectorRegistry()).write_rows([fresh, old]).written == 2
+    entity = {"hotel_id": "h1", "room_type": "std", "stay_date": "2026-12-24"}
+    feast = store.get_online_features(features=_feast_refs(), entity_rows=[entity]).to_dict()
+    read = RedisFeatureSource(config).read("h1", "std", date(2026, 12, 24))
+    for got in ({n: v[0] for n, v in feast.items()}, read.values):
+        assert got["searches_24h"] == fresh.features["searches_24h"] and got["searches_24h"] is not None
+        assert got["searches_1h"] is None and got["views_1h"] is None
+    assert read.event_time == datetime.fromtimestamp(fresh.feature_time / 1000, tz=UTC)
+    # once every view is past its TTL nothing is served, but the read still says how old the key is
+    in_three_days = RedisFeatureSource(config, clock=lambda: datetime.now(UTC) + timedelta(days=3))
+    later = in_three_days.read("h1", "std", date(2026, 12, 24))
+    assert later.version is None and later.values["searches_24h"] is None
+    assert later.event_time == read.event_time
