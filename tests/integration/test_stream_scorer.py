@@ -38,7 +38,7 @@ def light_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return train_bundle(training_frame(1_500, seed=3), out, tier="light", config=DemandModelConfig(num_trees=15)).path
 
 
-def _scorer(light: Path) -> Scorer:
+def _scorer(light: Path, cls: type[Scorer] = Scorer) -> Scorer:
     source = MemoryFeatureSource()
     for h in range(6):
         for d in range(10):
@@ -46,7 +46,7 @@ def _scorer(light: Path) -> Scorer:
                        {"occupancy": 0.1 * (h + 2), "rooms_left": 12.0, "capacity": 40.0, "searches_7d": 80.0},
                        version=7, event_time=T0 - timedelta(seconds=30))
     # a generous deadline: on a loaded CI machine a deadline fallback would be a (correct) degraded decision
-    return Scorer(ScorerConfig(deadline_ms=60_000.0), rules=RuleSet.load(RULES), feature_source=source,
+    return cls(ScorerConfig(deadline_ms=60_000.0), rules=RuleSet.load(RULES), feature_source=source,
                   light=load_pricer(light), heavy=None, router=TieredRouter())
 
 
@@ -60,6 +60,9 @@ INVALID: tuple[bytes, ...] = (
     b'{"event_type": "pricing_request", "hotel_id": "h1", "room_type": "std", "stay_date": "2026-12-02", "nights": 0}',
     b'{"event_type": "pricing_request", "room_type": "std", "stay_date": "2026-12-02"}',
     b"[1, 2]",
+    # crashed serve-stream on every start before the contract bounded event_time (datetime overflow)
+    b'{"event_type": "pricing_request", "hotel_id": "h1", "room_type": "std", "stay_date": "2026-12-02",'
+    b' "nights": 1, "event_time": 1e20}',
 )
 
 
@@ -93,7 +96,8 @@ def test_one_decision_per_valid_request_and_invalid_ones_dead_lettered(
 
     stats = run(config, _scorer(light_bundle), max_idle_s=6.0)
 
-    assert (stats.polled, stats.decisions, stats.dead_lettered) == (N_VALID + 5, N_VALID, 5)
+    n_bad = len(INVALID) + 1
+    assert (stats.polled, stats.decisions, stats.dead_lettered) == (N_VALID + n_bad, N_VALID, n_bad)
     assert stats.by_tier["light"] > 0 and stats.degraded == 0
     msgs = _drain(kafka_config, "pricing.decisions", N_VALID)
     got = [PricingDecision.model_validate_json(m.value()) for m in msgs]
@@ -103,7 +107,7 @@ def test_one_decision_per_valid_request_and_invalid_ones_dead_lettered(
     assert all(m.key() == d.hotel_id.encode() for m, d in zip(msgs, got, strict=True))
     assert {m.key() for m in msgs} == {f"h{h}".encode() for h in range(6)}
 
-    dlq = _drain(kafka_config, "pricing.requests.dlq", 5)
+    dlq = _drain(kafka_config, "pricing.requests.dlq", n_bad)
     assert sorted(m.value() for m in dlq) == sorted((*INVALID, dumps(search)))
     for msg in dlq:
         headers = dict(msg.headers() or [])
@@ -128,3 +132,34 @@ def test_offsets_committed_after_delivery_so_a_restart_prices_nothing_twice(
 
     assert (first.decisions, second.decisions) == (50, 7)
     assert len(_drain(kafka_config, "pricing.decisions", 57)) == 57
+
+
+class _FailsOn(Scorer):
+    """The real scorer, except that it raises on one hotel (a request the scorer cannot price)."""
+
+    def price_batch(self, requests: list[PricingRequest], **kwargs: object) -> list[PricingDecision]:  # type: ignore[override]
+        if any(r.hotel_id == "h-poison" for r in requests):
+            msg = "field 'hotel_id': got 'h-poison', expected a hotel this scorer can price"
+            raise ValueError(msg)
+        return super().price_batch(requests, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_request_the_scorer_cannot_price_is_isolated_and_dead_lettered_the_batch_priced(
+    kafka_config: KafkaConfig, light_bundle: Path
+) -> None:
+    create_topics(kafka_config, [TOPICS[n] for n in ("pricing.requests", "pricing.requests.dlq", "pricing.decisions")])
+    requests = _requests(40)
+    poison = requests[17].model_copy(update={"hotel_id": "h-poison"})
+    with Producer(kafka_config, topic="pricing.requests") as producer:
+        producer.send_many([*requests[:17], poison, *requests[18:]])
+    config = StreamScorerConfig(kafka=kafka_config, group_id=f"scorer-{uuid.uuid4().hex[:8]}", batch_size=64)
+    stats = run(config, _scorer(light_bundle, _FailsOn), max_idle_s=6.0)
+
+    assert (stats.decisions, stats.dead_lettered) == (39, 1)
+    decisions = _drain(kafka_config, "pricing.decisions", 39)
+    got = {PricingDecision.model_validate_json(m.value()).request_id for m in decisions}
+    assert got == {r.request_id for i, r in enumerate(requests) if i != 17}
+    (dead,) = _drain(kafka_config, "pricing.requests.dlq", 1)
+    assert PricingRequest.model_validate_json(dead.value()).request_id == poison.request_id
+    headers = dict(dead.headers() or [])
+    assert headers["error_class"] == b"ValueError" and b"h-poison" in headers["error_message"]
