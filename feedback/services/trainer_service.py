@@ -12,7 +12,8 @@ the buffer (one row per decision, its latest revision) goes through:
    it is not worse on the snapshot's newest rows;
 3. on acceptance, :func:`pricing.training.train_bundle` (``init_model`` = the
    current bundle when continuing), :meth:`ModelRegistry.register` with parent,
-   snapshot id, data range and metrics, and ``promote`` if ``auto_promote``.
+   snapshot id, data range and metrics, and ``promote`` if ``auto_promote`` (else the
+   ``on_registered`` hook decides: promote, or start a rollout).
 
 A rejection (stage ``poison`` or ``guard``) is returned and appended to
 ``<registry root>/rejections.jsonl``. The trainer produces nothing to Kafka, so
@@ -167,8 +168,10 @@ class TrainerService(Step[TrainingExample]):
 
     def __init__(self, config: TrainerServiceConfig, *, snapshot: SnapshotSource,
                  runtime: RuntimeConfig | None = None, registry: CollectorRegistry | None = None,
-                 stop_event: threading.Event | None = None) -> None:
+                 stop_event: threading.Event | None = None,
+                 on_registered: Callable[[str], str] | None = None) -> None:
         self.config = config
+        self.on_registered = on_registered
         self.registry = ModelRegistry(config.registry_root)
         self._snapshot = snapshot
         config.state_dir.mkdir(parents=True, exist_ok=True)
@@ -268,10 +271,13 @@ class TrainerService(Step[TrainingExample]):
                                              metrics=all_metrics)
         finally:
             shutil.rmtree(out_dir, ignore_errors=True)
-        if self.config.auto_promote:
+        promoted = self.config.auto_promote
+        if promoted:
             self.registry.promote(version)
+        elif self.on_registered is not None:
+            promoted = self.on_registered(version) == "promoted"  # or a rollout was started
         return UpdateOutcome(True, "registered", f"registered {version} ({chosen})", len(batch), version,
-                             current.version, self.config.auto_promote, all_metrics)
+                             current.version, promoted, all_metrics)
 
     def _reject(self, outcome: UpdateOutcome, snapshot: Snapshot) -> UpdateOutcome:
         line = {
@@ -335,10 +341,16 @@ def run(
     max_idle_s: float | None = None,
     runtime: RuntimeConfig | None = None,
     registry: CollectorRegistry | None = None,
+    on_registered: Callable[[str], str] | None = None,
 ) -> TrainerRunStats:
-    """Run the trainer until ``stop_event`` is set or ``training.examples`` was idle for ``max_idle_s``."""
+    """Run the trainer until ``stop_event`` is set or ``training.examples`` was idle for ``max_idle_s``.
+
+    ``on_registered`` (when ``auto_promote`` is off) gets each version that passed the gate and says
+    what it did with it (``"promoted"``, or e.g. ``"rollout"``).
+    """
     rc = runtime or runtime_config(config, max_idle_s=max_idle_s)
-    service = TrainerService(config, snapshot=snapshot, runtime=rc, registry=registry, stop_event=stop_event)
+    service = TrainerService(config, snapshot=snapshot, runtime=rc, registry=registry, stop_event=stop_event,
+                             on_registered=on_registered)
     totals = service.runtime.run()
     out = service.totals
     out.batches, out.consumed, out.elapsed_s = totals.batches, totals.consumed, totals.busy_s

@@ -118,11 +118,12 @@ def _trainer(o: Options, stop: threading.Event) -> Any:
     config = svc.TrainerServiceConfig(
         kafka=s.kafka(), state_dir=s.service_dir("trainer"), registry_root=s.registry(),
         tier=o.tier,  # type: ignore[arg-type]
-        train_every=o.train_every, auto_promote=s.trainer_promotion == "swap", seed=s.seed,
-        group_id=_group(s, "feedback-trainer"),
+        train_every=o.train_every, auto_promote=False, seed=s.seed, group_id=_group(s, "feedback-trainer"),
     )
+    from pricestream.app import promote_trained  # swap or rollout, per settings.trainer_promotion
+
     return svc.run(config, snapshot=lambda: newest_training_snapshot(s), stop_event=stop,
-                   runtime=svc.runtime_config(config, **o.runtime))
+                   runtime=svc.runtime_config(config, **o.runtime), on_registered=lambda v: promote_trained(s, v))
 
 
 def _monitor(o: Options, stop: threading.Event) -> Any:
