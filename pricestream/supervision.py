@@ -25,6 +25,7 @@ import http.client
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -59,6 +60,8 @@ class Program:
     env: dict[str, str] = field(default_factory=dict)
     ops_url: str | None = None
     """Its ``/healthz`` (``None``: the feature job, which has no such endpoint)."""
+    stops_by_signal: bool = False
+    """SIGTERM ends it (the Flink job: its state is in its checkpoints), so "terminated by SIGTERM" is a clean stop."""
 
 
 def executable() -> str:
@@ -70,7 +73,7 @@ def executable() -> str:
 def programs(s: Settings, *, exe: str | None = None, skip: frozenset[str] = frozenset()) -> list[Program]:
     """Every process of the pipeline, in start order (producers of a topic before its consumers)."""
     exe = exe or executable()
-    out: list[Program] = [Program("features", f"{exe} jobs run features", 10)]
+    out: list[Program] = [Program("features", f"{exe} jobs run features", 10, stops_by_signal=True)]
     for prio, name in ((20, "online-writer"), (20, "offline-writer")):
         out.append(_service(s, exe, name, prio))
     serve_url = f"http://{s.http_host}:{s.http_port}/healthz"
@@ -192,7 +195,7 @@ class Supervisor:
             rows.append(Status(info["name"], info["statename"], int(info["pid"]), uptime, health, lag, exit_status))
         return rows
 
-    def signal(self, name: str, sig: str) -> None:
+    def send(self, name: str, sig: str) -> None:
         """Send ``sig`` (``TERM``, ``KILL``, ...) to one program (supervisord restarts it if that was unexpected)."""
         self._rpc.supervisor.signalProcess(name, sig)
 
@@ -219,6 +222,12 @@ class Supervisor:
             self._proc.kill()
             return self._proc.wait()
 
+    def unclean(self) -> dict[str, int]:
+        """Programs whose last exit was not a clean stop (exit 0, or SIGTERM for those that stop by it)."""
+        by_signal = {name for name, p in self.progs.items() if p.stops_by_signal}
+        return {name: code for name, code in self.exit_codes().items()
+                if code != 0 and not (code == -signal.SIGTERM and name in by_signal)}
+
     def exit_codes(self) -> dict[str, int]:
         """Exit status of each program as supervisord logged it (``exited: NAME (exit status N; ...)``)."""
         codes: dict[str, int] = {}
@@ -229,8 +238,10 @@ class Supervisor:
             if "exited: " in line and "exit status " in line:
                 name = line.split("exited: ", 1)[1].split(" ", 1)[0]
                 codes[name] = int(line.split("exit status ", 1)[1].split(";", 1)[0].split(")", 1)[0])
-            elif "stopped: " in line and "(terminated by" in line:
-                codes[line.split("stopped: ", 1)[1].split(" ", 1)[0]] = -1
+            elif "stopped: " in line and "(terminated by " in line:
+                sig = line.split("(terminated by ", 1)[1].split(")", 1)[0].split(" ", 1)[0]
+                number = signal.Signals[sig].value if sig in signal.Signals.__members__ else 0
+                codes[line.split("stopped: ", 1)[1].split(" ", 1)[0]] = -number
             elif "stopped: " in line and "(exit status " in line:
                 name = line.split("stopped: ", 1)[1].split(" ", 1)[0]
                 codes[name] = int(line.split("exit status ", 1)[1].split(")", 1)[0])

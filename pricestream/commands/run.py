@@ -69,7 +69,7 @@ def run(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     codes = sup.exit_codes()
-    failed = {name: c for name, c in codes.items() if c != 0}
+    failed = sup.unclean()
     out.print(f"stopped {len(codes)} processes: " + ", ".join(f"{n} {c}" for n, c in sorted(codes.items())))
     if code != 0 or failed:
         fail(f"not every process stopped cleanly: supervisord exit {code}, {failed}")
