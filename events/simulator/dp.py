@@ -108,16 +108,21 @@ def step(
     prices: Array | None = None,
     lo: float = 0.0,
     hi: float = np.inf,
+    consume: Array | None = None,
 ) -> Array:
     """One Bellman step: the values at the start of a period from those at its end.
 
     ``v_next`` is ``(..., X + 1)``; ``lam`` and ``a`` are ``(..., J)``. With
     ``prices`` (``(..., J)``) the step evaluates that fixed policy instead of
-    maximising (same formula, price given).
+    maximising (same formula, price given). ``consume`` (``(J,)``, default ``keep``) is the
+    probability that a booking's rooms count as gone: ``keep`` when a cancellation frees them at
+    once, 1 when they stay held (a cancelled booking's rooms come back too late to resell).
     """
     out = np.array(v_next, dtype=float, copy=True)
     for j in range(len(b)):
         weight, cost = _bid_prices(v_next, rooms_pmf[j], float(nights[j]))
+        if consume is not None:
+            cost = cost * (consume[j] / keep[j])
         aj = a[..., j, None]
         if prices is None:
             p = best_response(aj, float(b[j]), cost, lo=lo, hi=hi)
@@ -142,6 +147,7 @@ def solve(
     prices: Array | None = None,
     lo: float = 0.0,
     hi: float = np.inf,
+    consume: Array | None = None,
 ) -> Array:
     """Values ``V[..., t, x]`` for ``t = 0..T`` (``V[..., T, :] = 0``) and ``x = 0..capacity``.
 
@@ -171,14 +177,26 @@ def solve(
             prices=None if prices is None else prices[..., t, :],
             lo=lo,
             hi=hi,
+            consume=consume,
         )
     return values
 
 
 def quote(
-    v_next: Array, x: int, *, a: float, b: float, rooms_pmf: Array, nights: float, lo: float = 0.0, hi: float = np.inf
+    v_next: Array,
+    x: int,
+    *,
+    a: float,
+    b: float,
+    rooms_pmf: Array,
+    nights: float,
+    lo: float = 0.0,
+    hi: float = np.inf,
+    held: float = 1.0,
 ) -> tuple[float, float]:
     """``(price, bid price per room-night)`` for one shopper with ``x`` rooms left, given next-period values.
+
+    ``held`` is ``consume / keep`` of :func:`step` for the shopper's class (1: cancellations free rooms at once).
 
     Example:
         >>> v = np.array([0.0, 50.0, 50.0])  # one more sale worth 50 can still come
@@ -187,6 +205,6 @@ def quote(
         (50.0, True)
     """
     weight, cost = _bid_prices(np.asarray(v_next, dtype=float)[None, :], rooms_pmf, nights)
-    bid = float(cost[0, x])
+    bid = float(cost[0, x]) * held
     price = float(best_response(np.array(a), b, np.array(bid), lo=lo, hi=hi))
     return price, bid

@@ -25,6 +25,9 @@ from typing import Any, NamedTuple
 from events.simulator.config import MarketConfig, Segment
 from events.simulator.errors import UnknownKeyError
 
+_RATE_SCANS = 0.3
+"""Competitor rate updates per stay night per day: a rate shopper scanning a 450-day horizon every few days
+(at the flat market's 1.5 a day, competitor events were half of all records and half the simulation time)."""
 _WEEKDAYS = (1.3, 1.4, 1.4, 1.25, 0.7, 0.4, 0.55)
 _WEEKENDS = (0.8, 0.75, 0.8, 0.95, 1.35, 1.5, 0.85)
 
@@ -65,6 +68,7 @@ def resort() -> MarketConfig:
     """A seasonal resort: price paid by arrival month 48-187 (3.9x), bookings 93 days ahead on average."""
     return MarketConfig(
         horizon_days=450,
+        competitor_updates_per_day=_RATE_SCANS,
         season_amplitude=0.6,
         season_wtp_exponent=1.05,
         season_peak_doy=213.0,  # August, the dataset's dearest month at the resort
@@ -82,6 +86,7 @@ def city() -> MarketConfig:
     """A city hotel: a 1.5x swing of price by month, bookings 110 days ahead, 42% cancelled."""
     return MarketConfig(
         horizon_days=450,
+        competitor_updates_per_day=_RATE_SCANS,
         season_amplitude=0.25,
         season_wtp_exponent=0.727,
         season_peak_doy=135.0,  # May, the dataset's dearest month in the city

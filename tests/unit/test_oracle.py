@@ -107,3 +107,13 @@ def test_lead_edges_cover_the_horizon_with_hourly_periods_at_the_end() -> None:
     edges = lead_edges(120.0)
     assert edges[0] == 120.0 and edges[-1] == 0.0 and np.all(np.diff(edges) < 0)
     assert edges[-2] == pytest.approx(1.0 / 24.0)
+
+
+def test_rooms_held_by_cancelling_bookings_raise_the_bid_price() -> None:
+    a = np.full((4, 1), 2.0 * math.log(100.0))
+    spec = {"capacity": 2, "lam": np.ones((4, 1)), "a": a, "b": np.array([2.0]), "intent": np.ones(1),
+            "rooms_pmf": np.ones((1, 1)), "nights": np.ones(1), "keep": np.array([0.6])}
+    free, held = solve(**spec), solve(**spec, consume=np.ones(1))  # type: ignore[arg-type]
+    assert np.all(held <= free + 1e-12) and held[0, 1] < free[0, 1]
+    np.testing.assert_allclose(held[3], [0.0, 30.0, 30.0])  # the last period has no future to protect
+    np.testing.assert_allclose(free[3], held[3])

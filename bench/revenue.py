@@ -1,0 +1,292 @@
+"""Revenue against a static price and against the capacity-aware DP oracle, in-process on the calibrated markets.
+
+For each preset (``resort``, ``city``: :mod:`events.simulator.presets`) and each
+seed, the same simulated shoppers (common random numbers) are priced by
+
+* ``static``: the hotel's reference price;
+* ``rules``: the real :class:`~pricing.scorer.Scorer` with no model (rules price:
+  base rate, occupancy and lead-time ladders, last-rooms premium, band);
+* ``pricestream``: the same scorer with a light and a heavy model trained on the
+  preset's history (``training_frame``), capacity-aware (bid price from the stream's
+  features, booking curve and rooms per booking from a warm-up period), features
+  kept in-process from the event stream (``bench/stream_features.py``);
+* ``myopic``: the truth's per-shopper revenue optimum (``Market.optimal_price``);
+* ``dp``: the dynamic programme over rooms left and time (``events.simulator.oracle``).
+
+Every run starts with ``WARMUP_DAYS`` at the static price for every policy (the same
+events, so the same state when pricing starts, and features to read); the measured
+window is the ``--days`` after it. Only nights that check in during the window count,
+so every counted night has all of its remaining sales inside the run and a policy that
+holds rooms back for later gets the later sales too: revenue is that of their bookings
+made in the window, net of expected cancellations (price x rooms x nights x (1 - the
+segment's cancellation rate)); occupancy is theirs at check-in; ADR is their booked
+revenue per room-night booked. Ratios to the DP oracle are per seed,
+with a 95% t-interval over seeds. Writes ``reports/revenue.png``.
+
+    .venv/bin/python bench/revenue.py [--days 60] [--seeds 5] [--hotels 2] [--presets resort city]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import yaml
+from stream_features import AtRequestTime, StreamFeatures
+
+from events.models import PricingRequest
+from events.simulator import DPOracle, Market, Simulation, oracle_policy, static_policy, training_frame
+from events.simulator.presets import preset
+from events.simulator.shoppers import Offer, Policy
+from pricestream.demo import market_rule_spec
+from pricing.bid_price import BidPriceConfig, BookingCurve
+from pricing.models import DemandModelConfig
+from pricing.rules import RuleSet
+from pricing.scorer import Scorer, ScorerConfig
+from pricing.tiers import load_pricer
+from pricing.training import train_bundle
+from routing.router import TieredRouter
+
+POLICIES = ("static", "rules", "pricestream", "myopic", "dp")
+WARMUP_DAYS = 14
+BAND = (0.4, 2.5)
+"""Floor and ceiling as multiples of a room's reference price (the calibrated resort swings ~4x over a year)."""
+DEADLINE_MS = 60_000.0
+"""An in-process replay is not latency-bound: a slow decision on a busy machine must not degrade to rules."""
+DEFAULT_START = "2026-05-01T00:00:00+00:00"
+"""May and June: the resort fills towards its August peak and the city is at its busiest, so inventory binds
+(in January the resort sells ~5% of its rooms and any price loses little)."""
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    revenue: float
+    gross: float
+    room_nights: float
+    sold: int
+    capacity: int
+
+    @property
+    def occupancy(self) -> float:
+        return self.sold / self.capacity if self.capacity else float("nan")
+
+    @property
+    def adr(self) -> float:
+        return self.gross / self.room_nights if self.room_nights else float("nan")
+
+
+def run(market: Market, policy: Policy, *, start: datetime, days: int, seed: int,
+        on_event: Callable[[object], None] | None = None) -> Outcome:
+    """One simulated run: warm-up at the static price, then ``policy`` for ``days``."""
+    static = static_policy(market)
+
+    def priced(offer: Offer) -> float:
+        return static(offer) if offer.at < start else policy(offer)
+
+    sim = Simulation(market, start=start - timedelta(days=WARMUP_DAYS), duration=timedelta(days=WARMUP_DAYS + days),
+                     policy=priced, rng_seed=seed)
+    cancel = {s.name: s.cancel_rate for s in market.config.segments}
+    revenue = gross = room_nights = 0.0
+    first, last = start.date(), (start + timedelta(days=days)).date()
+    for event in sim:
+        if on_event is not None:
+            on_event(event)
+        if event.event_type == "booking" and event.event_time >= start and event.stay_date < last:  # type: ignore[attr-defined]
+            amount = event.price_paid * event.rooms * event.nights  # type: ignore[attr-defined]
+            gross += amount
+            revenue += amount * (1.0 - cancel[event.segment])  # type: ignore[attr-defined]
+            room_nights += event.rooms * event.nights  # type: ignore[attr-defined]
+    sold = cap = 0
+    for (hotel, room, night), left in sim.checkins.items():
+        if first <= night < last:
+            c = market.capacity(hotel, room)
+            sold, cap = sold + c - left, cap + c
+    return Outcome(revenue, gross, room_nights, sold, cap)
+
+
+def history(market: Market, start: datetime, seed: int) -> BidPriceConfig:
+    """Booking curve, rooms per booking and cancellation share from a warm-up at the static price."""
+    leads: list[float] = []
+    rooms: list[int] = []
+    cancelled = [0]
+
+    def seen(event: object) -> None:
+        kind = getattr(event, "event_type", "")
+        if kind == "view":
+            leads.append(float((event.stay_date - event.event_time.date()).days))  # type: ignore[attr-defined]
+        elif kind == "booking":
+            rooms.append(event.rooms)  # type: ignore[attr-defined]
+        elif kind == "cancellation":
+            cancelled[0] += event.rooms  # type: ignore[attr-defined]
+
+    run(market, static_policy(market), start=start - timedelta(days=1), days=1, seed=seed, on_event=seen)
+    horizon = market.config.horizon_days
+    curve = BookingCurve.from_leads(leads, horizon)
+    per_booking = max(float(np.mean(rooms)) if rooms else 1.0, 1.0)
+    # cancellations seen in a short warm-up are those of its own and earlier bookings: a rough share
+    share = min(cancelled[0] / max(sum(rooms), 1), 0.8)
+    return BidPriceConfig(curve=curve.cumulative, horizon_days=horizon, rooms_per_booking=per_booking,
+                          cancel_share=share)
+
+
+def scorer(market: Market, *, source: AtRequestTime, bundles: tuple[Path, Path] | None,
+           capacity: BidPriceConfig | None) -> Scorer:
+    spec = market_rule_spec(market, band=BAND, drop_kinds=frozenset({"floor", "ceiling", "max_change"}))
+    rules = RuleSet.from_yaml(yaml.safe_dump(spec, sort_keys=False))
+    light = heavy = None
+    if bundles is not None:
+        light, heavy = (load_pricer(p, capacity=capacity) for p in bundles)
+    return Scorer(ScorerConfig(deadline_ms=DEADLINE_MS, stale_after_s=None), rules=rules, feature_source=source,
+                  light=light, heavy=heavy, router=TieredRouter())
+
+
+def scorer_policy(s: Scorer, source: AtRequestTime) -> Policy:
+    def policy(offer: Offer) -> float:
+        source.now = offer.at
+        request = PricingRequest(hotel_id=offer.hotel_id, room_type=offer.room_type, stay_date=offer.stay_date,
+                                 nights=offer.nights, channel=offer.channel, event_time=offer.at)  # type: ignore[arg-type]
+        return s.price(request).price
+
+    return policy
+
+
+def train(market: Market, *, start: datetime, rows: int, seed: int, work: Path) -> tuple[Path, Path]:
+    """A light and a heavy bundle on 60 days of the preset's history before ``start``."""
+    frame = training_frame(market, n=rows, seed=seed, start=start - timedelta(days=60), days=60)
+    light = train_bundle(frame, work / "light", tier="light", seed=seed, config=DemandModelConfig(num_trees=60))
+    heavy_cfg = DemandModelConfig(n_members=3, num_trees=120, bootstrap=True)
+    heavy = train_bundle(frame, work / "heavy", tier="heavy", seed=seed, config=heavy_cfg)
+    return light.path, heavy.path
+
+
+def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, list[Outcome]]:
+    market = Market(preset(name, hotels=args.hotels, seed=args.market_seed))
+    start = datetime.fromisoformat(args.start).astimezone(UTC)
+    t0 = time.perf_counter()
+    dp = DPOracle(market, first_night=start.date(),
+                  last_night=(start + timedelta(days=args.days + market.config.horizon_days + 1)).date())
+    for h in range(market.config.hotels):
+        for r in range(len(market.config.room_types)):
+            dp.values(h, r)
+    say(f"{name}: DP solved for {market.config.hotels * len(market.config.room_types)} (hotel, room type) "
+        f"in {time.perf_counter() - t0:.1f}s")
+    with tempfile.TemporaryDirectory(prefix="bench-revenue-") as tmp:
+        bundles = train(market, start=start, rows=args.rows, seed=args.market_seed, work=Path(tmp))
+        capacity = history(market, start, seed=10_000)
+        say(f"{name}: models trained; warm-up history: {capacity.rooms_per_booking:.2f} rooms per booking, "
+            f"cancel share {capacity.cancel_share:.2f}")
+        names = POLICIES + (("no_bid_price",) if args.no_bid_price else ())
+        results: dict[str, list[Outcome]] = {p: [] for p in names}
+        for seed in range(args.seeds):
+            for policy_name in names:
+                t1 = time.perf_counter()
+                feats = StreamFeatures()
+                source = AtRequestTime(feats)
+                if policy_name == "static":
+                    policy = static_policy(market)
+                elif policy_name == "myopic":
+                    policy = oracle_policy(market)
+                elif policy_name == "dp":
+                    policy = dp.policy()
+                else:
+                    models = None if policy_name == "rules" else bundles
+                    bid = capacity if policy_name == "pricestream" else None
+                    policy = scorer_policy(scorer(market, source=source, bundles=models, capacity=bid), source)
+                out = run(market, policy, start=start, days=args.days, seed=seed, on_event=feats.add)
+                results[policy_name].append(out)
+                say(f"{name} seed {seed} {policy_name:11s} revenue {out.revenue:12,.0f} occupancy "
+                    f"{out.occupancy:.3f} ADR {out.adr:7.2f} ({time.perf_counter() - t1:.1f}s)")
+    return results
+
+
+def interval(x: list[float]) -> tuple[float, float, float]:
+    """Mean and 95% t-interval over seeds."""
+    a = np.asarray(x)
+    if len(a) < 2:
+        return float(a.mean()), float("nan"), float("nan")
+    half = _T975.get(len(a) - 1, 1.96) * float(a.std(ddof=1)) / math.sqrt(len(a))
+    return float(a.mean()), float(a.mean() - half), float(a.mean() + half)
+
+
+def report(name: str, results: dict[str, list[Outcome]]) -> dict[str, tuple[float, float, float]]:
+    dp = [o.revenue for o in results["dp"]]
+    print(f"\n{name}: {len(dp)} seeds")
+    print(f"{'policy':12s} {'revenue':>13s} {'occupancy':>9s} {'ADR':>8s}  ratio to DP [95% interval]")
+    ratios = {}
+    for policy_name in results:
+        outs = results[policy_name]
+        ratio = interval([o.revenue / d for o, d in zip(outs, dp, strict=True)])
+        ratios[policy_name] = ratio
+        rev, occ, adr = (float(np.mean([getattr(o, k) for o in outs])) for k in ("revenue", "occupancy", "adr"))
+        print(f"{policy_name:12s} {rev:13,.0f} {occ:9.3f} {adr:8.2f}  {ratio[0]:.3f} [{ratio[1]:.3f}, {ratio[2]:.3f}]")
+    return ratios
+
+
+def plot(all_ratios: dict[str, dict[str, tuple[float, float, float]]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    width = 0.8 / max(len(all_ratios), 1)
+    for i, (name, ratios) in enumerate(all_ratios.items()):
+        x = np.arange(len(POLICIES)) + i * width
+        mean = np.array([ratios[p][0] for p in POLICIES])
+        err = np.array([[ratios[p][0] - ratios[p][1], ratios[p][2] - ratios[p][0]] for p in POLICIES]).T
+        ax.bar(x, mean, width, yerr=np.nan_to_num(err), capsize=3, label=name)
+    ax.set_xticks(np.arange(len(POLICIES)) + width * (len(all_ratios) - 1) / 2, POLICIES)
+    ax.set_ylabel("revenue / DP oracle (95% interval over seeds)")
+    ax.set_ylim(0.6, 1.05)
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.legend()
+    ax.set_title("Net revenue against the capacity-aware DP oracle")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--days", type=int, default=60)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--hotels", type=int, default=2)
+    parser.add_argument("--rows", type=int, default=20_000, help="training rows per preset")
+    parser.add_argument("--market-seed", type=int, default=0)
+    parser.add_argument("--presets", nargs="+", default=["resort", "city"])
+    parser.add_argument("--start", default=DEFAULT_START, help="first priced day (ISO-8601 with timezone)")
+    parser.add_argument("--png", type=Path, default=Path("reports/revenue.png"))
+    parser.add_argument("--no-bid-price", action="store_true", help="also run pricestream without the bid price")
+    args = parser.parse_args(argv)
+
+    def say(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+    all_ratios, last = {}, []
+    for name in args.presets:
+        results = bench_preset(name, args, say)
+        all_ratios[name] = report(name, results)
+        ours = results["pricestream"]
+        gains = [o.revenue / s.revenue - 1.0 for o, s in zip(ours, results["static"], strict=True)]
+        over_rules = [o.revenue / s.revenue - 1.0 for o, s in zip(ours, results["rules"], strict=True)]
+        share = all_ratios[name]["pricestream"]
+        last.append(f"{name}: pricestream {share[0]:.3f} of the DP oracle [{share[1]:.3f}, {share[2]:.3f}], "
+                    f"lowest gain over static {min(gains):+.1%} (over rules {min(over_rules):+.1%})")
+    plot(all_ratios, args.png)
+    print(f"\nplot: {args.png}; {args.days} days, {args.seeds} seeds, {args.hotels} hotels per preset, "
+          f"{time.perf_counter() - started:.0f}s")
+    print("; ".join(last))
+
+
+if __name__ == "__main__":
+    main()
