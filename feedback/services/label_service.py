@@ -247,7 +247,10 @@ class LabelService(Step[Any]):
         if state is not None:
             self.restored_seq = self._seq = int(state["_seq"])
             self.joiner.load_state(state["joiner"])
-            self._max_time = {k: datetime.fromisoformat(v) for k, v in state["max_time"].items()}
+            prefix = self.config.kafka.topic_prefix
+            # keys are logical "topic:partition"; checkpoints before the runtime held physical names
+            self._max_time = {k.removeprefix(prefix) if prefix else k: datetime.fromisoformat(v)
+                              for k, v in state["max_time"].items()}
         return None
 
     def checkpoint(self, offsets: Mapping[str, int]) -> None:
