@@ -7,10 +7,10 @@ newest event ``t`` (the *anchor*), of its tiles that start at or after ``floor(t
 (see :mod:`events.catalog` for the semantics).
 
 The online writer merges at write time: ``features/tiles.lua`` upserts the tile (skipped unless its
-version is newer than the stored one, so a replay changes nothing), drops tiles that left the
-window, and rewrites the view's Feast fields from the tiles that remain, all in one atomic script
-on the entity's hash. Feast and the scorer then read plain values. Measured against a read-time
-merge (``bench/online_read.py --tiles``; see the feature view docs in :mod:`features.store`).
+version is newer than the stored one, so a replay changes nothing), keeps the window's running
+totals (adds the tile's change, subtracts each tile once as it leaves the window), and rewrites the
+view's Feast fields, all in one atomic script on the entity's hash. Feast and the scorer then read
+plain values. Why write time, measured (``bench/tile_merge.py``), is in :mod:`features.store`.
 
 Example:
     >>> from events.catalog import SPECS, HOUR_MS
@@ -108,7 +108,8 @@ def _lua_spec(spec: ViewSpec) -> str:
                         f"s={slots[0]}, n={slots[1]}, q={slots[2]}}}")
     return (f"[{_lua_bytes(spec.name.encode())}] = {{tile={spec.tile_ms}, window={spec.window_ms}, "
             f"np={len(spec.partials)}, ts={_lua_bytes(ts_field(spec.name))}, "
-            f"v={_lua_bytes(version_field(spec.name))}, a='_a:{spec.name}', idx='_ti:{spec.name}', "
+            f"v={_lua_bytes(version_field(spec.name))}, a='_a:{spec.name}', "
+            f"sum='_s:{spec.name}', cr={'true' if spec.competitor_rates else 'false'}, "
             f"pre='_t:{spec.name}:', features={{{', '.join(features)}}}}}")
 
 
