@@ -11,7 +11,9 @@ seed, the same simulated shoppers (common random numbers) are priced by
   features, booking curve and rooms per booking from a warm-up period), features
   kept in-process from the event stream (``bench/stream_features.py``);
 * ``myopic``: the truth's per-shopper revenue optimum (``Market.optimal_price``);
-* ``dp``: the dynamic programme over rooms left and time (``events.simulator.oracle``).
+* ``dp``: the dynamic programme over rooms left and time (``events.simulator.oracle``);
+* ``explore``: pricestream with the shown price drawn from 5 prices within ``--explore``
+  of its choice (``pricing.exploration``, propensity logged): the revenue cost of exploring.
 
 Every run starts with ``WARMUP_DAYS`` at the static price for every policy (the same
 events, so the same state when pricing starts, and features to read); the measured
@@ -48,6 +50,7 @@ from events.simulator.presets import preset
 from events.simulator.shoppers import Offer, Policy
 from pricestream.demo import market_rule_spec
 from pricing.bid_price import BidPriceConfig, BookingCurve
+from pricing.exploration import ExplorationConfig
 from pricing.models import DemandModelConfig
 from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig
@@ -139,12 +142,12 @@ def history(market: Market, start: datetime, seed: int) -> BidPriceConfig:
 
 
 def scorer(market: Market, *, source: AtRequestTime, bundles: tuple[Path, Path] | None,
-           capacity: BidPriceConfig | None) -> Scorer:
+           capacity: BidPriceConfig | None, exploration: ExplorationConfig | None = None) -> Scorer:
     spec = market_rule_spec(market, band=BAND, drop_kinds=frozenset({"floor", "ceiling", "max_change"}))
     rules = RuleSet.from_yaml(yaml.safe_dump(spec, sort_keys=False))
     light = heavy = None
     if bundles is not None:
-        light, heavy = (load_pricer(p, capacity=capacity) for p in bundles)
+        light, heavy = (load_pricer(p, capacity=capacity, exploration=exploration) for p in bundles)
     return Scorer(ScorerConfig(deadline_ms=DEADLINE_MS, stale_after_s=None), rules=rules, feature_source=source,
                   light=light, heavy=heavy, router=TieredRouter())
 
@@ -184,7 +187,7 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
         capacity = history(market, start, seed=10_000)
         say(f"{name}: models trained; warm-up history: {capacity.rooms_per_booking:.2f} rooms per booking, "
             f"cancel share {capacity.cancel_share:.2f}")
-        names = POLICIES + (("no_bid_price",) if args.no_bid_price else ())
+        names = POLICIES + (("explore",) if args.explore else ()) + (("no_bid_price",) if args.no_bid_price else ())
         results: dict[str, list[Outcome]] = {p: [] for p in names}
         for seed in range(args.seeds):
             for policy_name in names:
@@ -199,8 +202,10 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                     policy = dp.policy()
                 else:
                     models = None if policy_name == "rules" else bundles
-                    bid = capacity if policy_name == "pricestream" else None
-                    policy = scorer_policy(scorer(market, source=source, bundles=models, capacity=bid), source)
+                    bid = None if policy_name == "no_bid_price" else capacity
+                    band = ExplorationConfig(band=args.explore, arms=5) if policy_name == "explore" else None
+                    s = scorer(market, source=source, bundles=models, capacity=bid, exploration=band)
+                    policy = scorer_policy(s, source)
                 out = run(market, policy, start=start, days=args.days, seed=seed, on_event=feats.add)
                 results[policy_name].append(out)
                 say(f"{name} seed {seed} {policy_name:11s} revenue {out.revenue:12,.0f} occupancy "
@@ -266,6 +271,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--start", default=DEFAULT_START, help="first priced day (ISO-8601 with timezone)")
     parser.add_argument("--png", type=Path, default=Path("reports/revenue.png"))
     parser.add_argument("--no-bid-price", action="store_true", help="also run pricestream without the bid price")
+    parser.add_argument("--explore", type=float, default=0.05,
+                        help="also run pricestream exploring within this band, 5 arms (0: not run)")
     args = parser.parse_args(argv)
 
     def say(msg: str) -> None:

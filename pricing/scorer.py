@@ -399,6 +399,7 @@ class Scorer:
             expected_booking_prob=dg.probability(getattr(result.quote, "booking_prob", None)),
             bid_price=getattr(result.quote, "bid_price", None),
             forecast_views=getattr(getattr(result.quote, "forecast", None), "views", None),
+            propensity=getattr(result.quote, "propensity", 1.0),
             degraded=result.degradation is not None,
             degraded_reason=None if result.degradation is None else result.degradation.reason,
             latency_ms=latency_ms,

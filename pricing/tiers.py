@@ -42,6 +42,7 @@ import numpy.typing as npt
 from events.models import PricingRequest
 from pricing.bid_price import BidPriceConfig, DemandForecast, bid_price, forecast
 from pricing.errors import BundleError
+from pricing.exploration import ExplorationConfig, explore
 from pricing.onnx_runtime import OnnxDemandModel
 from pricing.optimiser import check_bounds, optimise, price_grid
 from pricing.training import ONNX_FILE, read_meta
@@ -95,6 +96,7 @@ class Quote:
         bid_price: opportunity cost per room-night the price was set against (``None``: not capacity-aware,
             the features held no demand forecast).
         forecast: the demand forecast the bid price came from.
+        propensity: probability of ``price`` under the exploration draw (1.0 without exploration).
     """
 
     price: float
@@ -107,6 +109,7 @@ class Quote:
     fallback: bool = False
     bid_price: float | None = None
     forecast: DemandForecast | None = None
+    propensity: float = 1.0
 
 
 @runtime_checkable
@@ -142,8 +145,10 @@ class _BundlePricer:
         *,
         meta: Mapping[str, Any] | None = None,
         capacity: BidPriceConfig | None = DEFAULT_CAPACITY,
+        exploration: ExplorationConfig | None = None,
     ) -> None:
         self._capacity = capacity
+        self._exploration = exploration
         self._path = Path(bundle_dir)
         self._meta = dict(meta if meta is not None else read_meta(self._path))
         onnx_path = self._path / ONNX_FILE
@@ -271,6 +276,11 @@ class _BundlePricer:
         if best.fallback:  # the rules price answers to the caller's bounds, not the trust region
             price = min(max(math.sqrt(floor * ceiling) if rule_price is None else rule_price, floor), ceiling)
             price = price if math.isfinite(price) else floor
+        propensity = 1.0
+        if self._exploration is not None and not best.fallback:
+            price, propensity = explore(
+                price, floor=floor, ceiling=ceiling, key=request.request_id, config=self._exploration
+            )
         return Quote(
             price,
             best.expected_revenue,
@@ -282,6 +292,7 @@ class _BundlePricer:
             best.fallback,
             None if best.fallback else bid,
             None if best.fallback else fc,
+            propensity,
         )
 
     def _bid_price(
@@ -315,17 +326,23 @@ class HeavyPricer(_BundlePricer):
 
 
 def load_pricer(
-    bundle_dir: str | Path, *, capacity: BidPriceConfig | None = DEFAULT_CAPACITY
+    bundle_dir: str | Path,
+    *,
+    capacity: BidPriceConfig | None = DEFAULT_CAPACITY,
+    exploration: ExplorationConfig | None = None,
 ) -> LightPricer | HeavyPricer:
-    """The pricer for a bundle, chosen by ``meta.json``'s ``tier``; ``capacity`` sets its bid-price forecast.
+    """The pricer for a bundle, chosen by ``meta.json``'s ``tier``.
+
+    ``capacity`` sets its bid-price forecast (``None``: myopic); ``exploration`` randomises the shown
+    price around the chosen one and reports its propensity (``None``: off).
 
     Raises:
         BundleError: if the bundle is missing, corrupt or of an unknown tier.
     """
     meta = read_meta(bundle_dir)
     if meta["tier"] == "light":
-        return LightPricer(bundle_dir, meta=meta, capacity=capacity)
+        return LightPricer(bundle_dir, meta=meta, capacity=capacity, exploration=exploration)
     if meta["tier"] == "heavy":
-        return HeavyPricer(bundle_dir, meta=meta, capacity=capacity)
+        return HeavyPricer(bundle_dir, meta=meta, capacity=capacity, exploration=exploration)
     msg = f"bundle {bundle_dir}: tier {meta['tier']!r}, expected 'light' or 'heavy'"
     raise BundleError(msg)
