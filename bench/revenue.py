@@ -11,7 +11,10 @@ seed, the same simulated shoppers (common random numbers) are priced by
   features, booking curve and rooms per booking from a warm-up period), features
   kept in-process from the event stream (``bench/stream_features.py``);
 * ``myopic``: the truth's per-shopper revenue optimum (``Market.optimal_price``);
-* ``dp``: the dynamic programme over rooms left and time (``events.simulator.oracle``);
+* ``dp``: the dynamic programme over rooms left and time (``events.simulator.oracle``), which
+  sees the shopper's segment as the simulator's offer does: the upper bound;
+* ``dp_channel``: the same values, prices set knowing only the channel, as a pricing
+  request does (segments mixed by arrival share): how much of the bound is information;
 * ``explore``: pricestream with the shown price drawn from 5 prices within ``--explore``
   of its choice (``pricing.exploration``, propensity logged): the revenue cost of exploring.
 
@@ -58,7 +61,7 @@ from pricing.tiers import load_pricer
 from pricing.training import train_bundle
 from routing.router import TieredRouter
 
-POLICIES = ("static", "rules", "pricestream", "myopic", "dp")
+POLICIES = ("static", "rules", "pricestream", "myopic", "dp", "dp_channel")
 WARMUP_DAYS = 14
 BAND = (0.4, 2.5)
 """Floor and ceiling as multiples of a room's reference price (the calibrated resort swings ~4x over a year)."""
@@ -200,6 +203,8 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                     policy = oracle_policy(market)
                 elif policy_name == "dp":
                     policy = dp.policy()
+                elif policy_name == "dp_channel":
+                    policy = dp.channel_price
                 else:
                     models = None if policy_name == "rules" else bundles
                     bid = None if policy_name == "no_bid_price" else capacity

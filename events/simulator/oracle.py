@@ -42,7 +42,7 @@ from datetime import date
 import numpy as np
 import numpy.typing as npt
 
-from events.simulator.dp import quote, solve
+from events.simulator.dp import _bid_prices, quote, solve
 from events.simulator.errors import SimulatorError
 from events.simulator.market import _GRID_RANGE, _LAST_MINUTE_DAYS, Market
 from events.simulator.shoppers import Offer, Policy
@@ -52,6 +52,9 @@ _DAY_S = 86_400.0
 LEAD_SCHEDULE: tuple[tuple[float, float], ...] = ((60.0, 3.0), (14.0, 1.0), (3.0, 1.0 / 6.0), (0.0, 1.0 / 24.0))
 """(lead days down to which, period length in days): 3-day periods beyond 60 days, daily to 14, 4 h to 3, then
 hourly. Rates per period stay below ~0.3 shoppers per key in the last days at the default volume."""
+
+
+_CHANNEL_GRID = 281  # the myopic oracle's grid: ~1% steps over 0.25x-4x the reference price
 
 
 def lead_edges(horizon_days: float) -> Array:
@@ -223,8 +226,34 @@ class DPOracle:
         return quote(v_next, x, a=a, b=b, rooms_pmf=pmf, nights=float(offer.nights), lo=lo, hi=hi, held=held)
 
     def price(self, offer: Offer) -> float:
-        """The DP price for this shopper."""
+        """The DP price for this shopper (the oracle sees the shopper's segment, as the simulator's offer does)."""
         return self._quote(offer)[0]
+
+    def channel_price(self, offer: Offer) -> float:
+        """The DP price knowing only the channel, as a pricing request does: segments mixed by arrival share.
+
+        Maximises ``sum_s share_s keep_s intent_s P_s(p) W_s(x) (p - bid_s(x))`` on the myopic oracle's grid,
+        with the bid prices of the segment-aware values (a heuristic for the channel-only programme).
+        """
+        m, cl = self.market, self._classes
+        h, r, o = m.hotel_index(offer.hotel_id), m.room_index(offer.room_type), offer.stay_date.toordinal()
+        ts = offer.at.timestamp()
+        lead = (m.checkin_ts(o) - ts) / _DAY_S
+        t = min(max(int(np.searchsorted(-self._edges, -lead, side="right")) - 1, 0), len(self._edges) - 2)
+        v_next = self.values(h, r)[self._night(o), t + 1].astype(np.float64)[None, :]
+        x = min(max(offer.rooms_left, 0), v_next.shape[1] - 1)
+        a = self._intercepts(h, r, o, np.array([lead]), np.array([ts]))[0]
+        mix = m.segment_mix(h, r, o, ts, offer.channel)
+        lo, hi = self._bounds(h, r)
+        grid = np.exp(np.linspace(np.log(lo), np.log(hi), _CHANNEL_GRID))
+        total = np.zeros_like(grid)
+        for j, (s, c) in enumerate(zip(cl.segment, cl.channel, strict=True)):
+            if c != offer.channel or mix[s] <= 0.0:
+                continue
+            weight, cost = _bid_prices(v_next, cl.rooms_pmf[j], float(offer.nights))
+            sig = 1.0 / (1.0 + np.exp(np.clip(cl.b[j] * np.log(grid) - a[j], -700.0, 700.0)))
+            total += mix[s] * cl.keep[j] * cl.intent[j] * sig * weight[x] * (grid - cost[0, x])
+        return float(grid[int(np.argmax(total))])
 
     def bid_price(self, offer: Offer) -> float:
         """The opportunity cost per room-night of selling to this shopper now."""

@@ -117,3 +117,18 @@ def test_rooms_held_by_cancelling_bookings_raise_the_bid_price() -> None:
     assert np.all(held <= free + 1e-12) and held[0, 1] < free[0, 1]
     np.testing.assert_allclose(held[3], [0.0, 30.0, 30.0])  # the last period has no future to protect
     np.testing.assert_allclose(free[3], held[3])
+
+
+def test_channel_only_dp_price_also_rises_as_the_night_fills() -> None:
+    market = Market(MarketConfig(hotels=1, horizon_days=30, seed=2))
+    oracle = DPOracle(market, first_night=date(2026, 1, 2), last_night=date(2026, 2, 5))
+    cap = market.capacity("h0000", "standard")
+    at = datetime(2026, 1, 10, 20, tzinfo=UTC)
+    offer = Offer("h0000", "standard", date(2026, 1, 14), at, "business", "web", 4, cap, cap)
+    prices = [oracle.channel_price(offer._replace(rooms_left=x)) for x in (cap, cap // 2, 3, 1)]
+    assert prices == sorted(prices) and prices[-1] > prices[0]
+    # with every room free and the night far from full the channel price is the myopic oracle's
+    myopic = market.optimal_price("h0000", "standard", date(2026, 1, 14), at, channel="web")
+    assert prices[0] == pytest.approx(myopic, rel=0.03)
+    # the segment is not used: a leisure shopper on the same channel gets the same price
+    assert oracle.channel_price(offer._replace(segment="leisure")) == prices[0]
