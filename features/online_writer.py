@@ -1,6 +1,9 @@
 """Online writer: ``features.v1`` rows into Redis, in Feast's layout, idempotent and order-safe.
 
-Each row is applied by a Lua compare-and-set (``features/cas.lua``) on its entity hash: the
+A tile row (a windowed view's, from the feature job) is upserted and merged into the view's window
+values by ``features/tiles.lua`` (:mod:`features.tiles`): skipped unless its version is newer than
+the stored tile's, so a replayed or reordered delivery changes nothing. Any other row is applied
+by a Lua compare-and-set (``features/cas.lua``) on its entity hash: the
 view's fields are written only when the row's ``version`` is greater than the stored one. The
 check and the write are one atomic step inside Redis, so two writers racing on the same keys
 still leave the newest version (Feast's own ``online_write_batch`` dedup reads, then writes, in

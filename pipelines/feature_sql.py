@@ -86,10 +86,13 @@ def features_sink_ddl(config: FeatureJobConfig, view: str) -> str:
         "sink.delivery-guarantee": config.tile_delivery,
         "sink.transactional-id-prefix": f"{config.transactional_id_prefix}-{view}",
         "properties.transaction.timeout.ms": str(config.transaction_timeout_ms),
-        # Rows of one tile within the interval collapse to the last one before they reach Kafka.
-        "sink.buffer-flush.max-rows": str(config.sink_buffer_rows),
-        "sink.buffer-flush.interval": f"{config.sink_buffer_ms} ms",
     }
+    if SPECS[view].tile_ms is not None:
+        # Rows of one tile within the interval collapse to the last one before they reach Kafka: the
+        # last to arrive is the newest (a tile's versions only grow). Not for a state view: there an
+        # event older than the one before it arrives later, and the buffer would keep the older.
+        extra.update({"sink.buffer-flush.max-rows": str(config.sink_buffer_rows),
+                      "sink.buffer-flush.interval": f"{config.sink_buffer_ms} ms"})
     keys = SPECS[view].keys
     columns = "".join(f"  {k} STRING,\n" for k in keys)
     return f"""
