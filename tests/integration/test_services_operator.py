@@ -27,6 +27,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+import xmlrpc.client
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -311,7 +312,13 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def test_pricestream_run_starts_every_service_and_stops_all_cleanly(
+def _supervisor_rpc(sock: Path) -> xmlrpc.client.ServerProxy:
+    from supervisor.xmlrpc import SupervisorTransport
+
+    return xmlrpc.client.ServerProxy("http://127.0.0.1", transport=SupervisorTransport(None, None, f"unix://{sock}"))
+
+
+def test_pricestream_run_starts_every_service_restarts_a_crashed_one_and_stops_all_cleanly(
     run_env: tuple[KafkaConfig, dict[str, str], FeaturesConfig], tmp_path: Path
 ) -> None:
     from pricestream.supervision import probe
@@ -331,6 +338,18 @@ def test_pricestream_run_starts_every_service_and_stops_all_cleanly(
             break
         time.sleep(1.0)
     assert verdicts == ["ok"] * len(urls), (verdicts, (tmp_path / "run.err").read_text()[-2000:])
+
+    # a crashed service is started again by supervisord (its own command), and answers again
+    rpc = _supervisor_rpc(Path(env["PRICESTREAM_STATE_DIR"]) / "run" / "supervisor.sock")
+    before = rpc.supervisor.getProcessInfo("labels")["pid"]
+    os.kill(before, signal.SIGKILL)
+    deadline = time.monotonic() + 120
+    info = rpc.supervisor.getProcessInfo("labels")
+    while not (info["statename"] == "RUNNING" and info["pid"] != before and probe(urls[2])[0] == "ok"):
+        assert time.monotonic() < deadline, info
+        time.sleep(0.5)
+        info = rpc.supervisor.getProcessInfo("labels")
+
     proc.send_signal(signal.SIGTERM)
     stdout, _ = proc.communicate(timeout=180)
     text = stdout.decode()
