@@ -8,7 +8,8 @@ seed, the same simulated shoppers (common random numbers) are priced by
   base rate, occupancy and lead-time ladders, last-rooms premium, band);
 * ``pricestream``: the same scorer with a light and a heavy model trained on the
   preset's history (``training_frame``), capacity-aware (bid price from the stream's
-  features, booking curve and rooms per booking from a warm-up period), features
+  features; booking curve and cancellation rate from a year of history, rooms per
+  booking from a warm-up period), features
   kept in-process from the event stream (``bench/stream_features.py``);
 * ``myopic``: the truth's per-shopper revenue optimum (``Market.optimal_price``);
 * ``dp``: the dynamic programme over rooms left and time (``events.simulator.oracle``), which
@@ -49,6 +50,7 @@ from stream_features import AtRequestTime, StreamFeatures
 
 from events.models import PricingRequest
 from events.simulator import DPOracle, Market, Simulation, oracle_policy, static_policy, training_frame
+from events.simulator.calibration import _sample, measure
 from events.simulator.presets import preset
 from events.simulator.shoppers import Offer, Policy
 from pricestream.demo import market_rule_spec
@@ -120,28 +122,28 @@ def run(market: Market, policy: Policy, *, start: datetime, days: int, seed: int
 
 
 def history(market: Market, start: datetime, seed: int) -> BidPriceConfig:
-    """Booking curve, rooms per booking and cancellation share from a warm-up at the static price."""
-    leads: list[float] = []
+    """What a hotel knows from last year: its booking curve and cancellation rate; rooms per booking from a warm-up.
+
+    The curve is the lead time of a year of arrival nights' searches (``events.simulator.calibration``
+    samples them the way shoppers arrive), not of the searches seen in a few weeks: those mix the lead
+    curve with the season (in April the nights 100 days out are August's, four times busier).
+    """
+    rng = np.random.default_rng(seed)
+    _, _, _, ordinal, ts = _sample(market, 20_000, rng)
+    leads = (np.array([market.checkin_ts(int(o)) for o in ordinal]) - ts) / 86_400.0
+    cancel_share = measure(market, n=3000, seed=seed)["cancel_rate"]
     rooms: list[int] = []
-    cancelled = [0]
 
     def seen(event: object) -> None:
-        kind = getattr(event, "event_type", "")
-        if kind == "view":
-            leads.append(float((event.stay_date - event.event_time.date()).days))  # type: ignore[attr-defined]
-        elif kind == "booking":
+        if getattr(event, "event_type", "") == "booking":
             rooms.append(event.rooms)  # type: ignore[attr-defined]
-        elif kind == "cancellation":
-            cancelled[0] += event.rooms  # type: ignore[attr-defined]
 
     run(market, static_policy(market), start=start - timedelta(days=1), days=1, seed=seed, on_event=seen)
     horizon = market.config.horizon_days
-    curve = BookingCurve.from_leads(leads, horizon)
+    curve = BookingCurve.from_leads(leads.tolist(), horizon)
     per_booking = max(float(np.mean(rooms)) if rooms else 1.0, 1.0)
-    # cancellations seen in a short warm-up are those of its own and earlier bookings: a rough share
-    share = min(cancelled[0] / max(sum(rooms), 1), 0.8)
     return BidPriceConfig(curve=curve.cumulative, horizon_days=horizon, rooms_per_booking=per_booking,
-                          cancel_share=share)
+                          cancel_share=min(cancel_share, 0.9))
 
 
 def scorer(market: Market, *, source: AtRequestTime, bundles: tuple[Path, Path] | None,

@@ -8,7 +8,9 @@ is the value of the last rooms given the demand still to come.
 
 The forecast comes from the features the stream keeps per stay key:
 
-* shoppers still to come: the key's ``views_7d`` scaled by the booking curve
+* shoppers still to come: the key's shoppers of the last seven days (``searches_7d``
+  x the hotel's share of searches that view an offer, not ``views_7d``, which a
+  sold-out spell censors: no offers are shown) scaled by the booking curve
   (``BookingCurve``, the share of a night's shoppers arriving at each lead time)
   from the last seven days' share to the share left between now and arrival
   (a multiplicative pickup forecast);
@@ -56,6 +58,7 @@ from events.models import PricingRequest
 
 _BISECTIONS = 30  # halvings of the bid interval: far below a cent on any price range
 _MIN_BOOKINGS_FOR_CANCEL = 5.0  # below this the key's own cancellation share is too noisy; use the default
+_MIN_VIEW_SHARE = 0.05  # a hotel sold out everywhere shows almost no offers: keep the share meaningful
 
 
 class BidPriceConfig(BaseModel):
@@ -166,11 +169,28 @@ def _rooms_left(features: Mapping[str, float | None]) -> float | None:
     return None if left is None else max(left, 0.0)
 
 
+def _shoppers_7d(features: Mapping[str, float | None]) -> float | None:
+    """Offer views of the last 7 days as demand, not as sales allowed: searches x the hotel's view share.
+
+    A night that was sold out shows no offers, so its ``views_7d`` is censored exactly when demand is
+    high; searches go on regardless. The share of searches that view an offer comes from the hotel's
+    last 24 hours (mostly open nights). Without searches, ``views_7d`` as it is.
+    """
+    searches, views = _number(features, "searches_7d"), _number(features, "views_7d")
+    if searches is None:
+        return views
+    h_views, h_searches = _number(features, "hotel_views_24h"), _number(features, "hotel_searches_24h")
+    share = 1.0
+    if h_views is not None and h_searches:
+        share = min(max(h_views / h_searches, _MIN_VIEW_SHARE), 1.0)
+    return max(searches * share, views or 0.0)
+
+
 def forecast(
     request: PricingRequest, features: Mapping[str, float | None], config: BidPriceConfig
 ) -> DemandForecast | None:
     """The demand still to come for the request's night, or ``None`` without ``views_7d`` and rooms left."""
-    views_7d, left = _number(features, "views_7d"), _rooms_left(features)
+    views_7d, left = _shoppers_7d(features), _rooms_left(features)
     if views_7d is None or left is None:
         return None
     lead = max((request.stay_date - request.event_time.date()).days, 0) + 0.5

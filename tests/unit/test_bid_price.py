@@ -150,3 +150,14 @@ def test_the_decision_records_the_bid_price_and_the_forecast(bundle: Path) -> No
     assert decision.tier == "light" and decision.bid_price is not None and decision.bid_price > 0.0
     assert decision.forecast_views is not None and decision.forecast_views > 12.0
     assert decision.features["rooms_left"] == 3.0
+
+
+def test_forecast_counts_searches_so_a_sold_out_spell_does_not_hide_demand() -> None:
+    cfg = BidPriceConfig(curve_mean_days=20.0, horizon_days=100)
+    hotel = {"hotel_views_24h": 80.0, "hotel_searches_24h": 100.0}
+    open_night = {"views_7d": 16.0, "searches_7d": 20.0, "rooms_left": 4.0, **hotel}
+    censored = {"views_7d": 1.0, "searches_7d": 20.0, "rooms_left": 4.0, **hotel}
+    a, b = forecast(request(10), open_night, cfg), forecast(request(10), censored, cfg)
+    views_only = forecast(request(10), {"views_7d": 1.0, "rooms_left": 4.0}, cfg)
+    assert a is not None and b is not None and views_only is not None
+    assert b.views == pytest.approx(a.views) and views_only.views == pytest.approx(a.views / 16.0)
