@@ -227,22 +227,28 @@ def serve_stream(
         float | None, typer.Option(envvar="PRICESTREAM_STREAM_MAX_IDLE", help="stop after this many idle seconds")
     ] = None,
     batch_size: Annotated[int, typer.Option(envvar="PRICESTREAM_STREAM_BATCH", min=1)] = 500,
+    ops_port: Annotated[int | None, typer.Option(
+        envvar="PRICESTREAM_OPS_PORT", min=0, max=65535, help="/healthz and /metrics (default: none; 0: any)")] = None,
 ) -> None:
     """Price ``pricing.requests`` into ``pricing.decisions`` as a consumer-group service."""
     from events.admin import create_topics
     from pricestream.app import build_serving_path
-    from pricestream.commands.common import stoppable
+    from pricestream.commands.common import json_logs, stoppable
     from pricing.scorer import Scorer
-    from pricing.stream import StreamScorerConfig
+    from pricing.stream import StreamScorerConfig, runtime_config
     from pricing.stream import run as run_stream
 
     s = settings()
+    json_logs()
     create_topics(s.kafka())
+    config = StreamScorerConfig(kafka=s.kafka(), batch_size=batch_size)
+    runtime = runtime_config(config, max_idle_s=max_idle, ops_host=s.ops_host, ops_port=ops_port,
+                             grace_s=s.grace_s, log_every_s=s.log_every_s,
+                             instance_id=f"{s.topic_prefix}serve-stream-{s.service_instance}")
     # the stream runtime publishes the decisions it serves; the path publishes only shadow ones
-    with build_serving_path(s, publish="shadow") as path, stoppable() as stop:
+    with build_serving_path(s, publish="shadow") as path, stoppable(s.grace_s) as stop:
         scorer = cast(Scorer, path.scorer)  # RolloutScorer has the price_batch surface run() uses
-        stats = run_stream(StreamScorerConfig(kafka=s.kafka(), batch_size=batch_size), scorer,
-                           stop_event=stop, max_idle_s=max_idle)
+        stats = run_stream(config, scorer, stop_event=stop, runtime=runtime)
     out.print(
         f"decisions {stats.decisions}, dead-lettered {stats.dead_lettered}, tiers {dict(stats.by_tier)}, "
         f"{stats.throughput:,.0f} requests/s while busy"

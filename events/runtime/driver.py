@@ -153,9 +153,12 @@ class Runtime(Generic[T]):
                 if result.consumed:
                     idle_since = now
                     self.stats.busy_s = now - began
-                elif self.config.max_idle_s is not None and now - idle_since >= self.config.max_idle_s:
-                    self.stats.stopped_by = "idle"
-                    break
+                elif self.config.max_idle_s is not None:
+                    if not self.source.assigned():
+                        idle_since = now  # idle counts from the group's assignment, not from the join
+                    elif now - idle_since >= self.config.max_idle_s:
+                        self.stats.stopped_by = "idle"
+                        break
             else:
                 self.stats.stopped_by = "stop"
             self.state = "stopping"
