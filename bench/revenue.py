@@ -65,8 +65,9 @@ from routing.router import TieredRouter
 
 POLICIES = ("static", "rules", "pricestream", "myopic", "dp", "dp_channel")
 WARMUP_DAYS = 14
-BAND = (0.4, 2.5)
-"""Floor and ceiling as multiples of a room's reference price (the calibrated resort swings ~4x over a year)."""
+BAND = (0.25, 4.0)
+"""Floor and ceiling as multiples of a room's reference price: the oracles' price range, so that no policy is capped
+where another is not (the calibrated resort swings ~4x over a year)."""
 DEADLINE_MS = 60_000.0
 """An in-process replay is not latency-bound: a slow decision on a busy machine must not degrade to rules."""
 DEFAULT_START = "2026-05-01T00:00:00+00:00"
