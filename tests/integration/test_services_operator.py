@@ -29,6 +29,7 @@ import urllib.request
 import uuid
 import xmlrpc.client
 from collections import Counter
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -76,6 +77,24 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+_LAUNCHED: list[subprocess.Popen[bytes]] = []
+"""Every process a test started: whatever a failing test leaves running is ended at teardown."""
+
+
+@pytest.fixture(autouse=True)
+def _end_leftovers() -> Iterator[None]:
+    yield
+    while _LAUNCHED:
+        proc = _LAUNCHED.pop()
+        if proc.poll() is None:
+            proc.terminate()  # 'run' passes it on to supervisord, which stops its programs
+            try:
+                proc.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
+
+
 class Service:
     """One ``pricestream services run NAME`` process (restartable), its logs and its ops port."""
 
@@ -92,6 +111,7 @@ class Service:
         out = (self.logs / f"{self.name}.{self.starts}.out").open("wb")
         errs = (self.logs / f"{self.name}.{self.starts}.err").open("wb")
         self.proc = subprocess.Popen([EXE, "services", "run", self.name], env=self.env, stdout=out, stderr=errs)
+        _LAUNCHED.append(self.proc)
 
     def healthz(self) -> dict:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2) as resp:
@@ -329,6 +349,7 @@ def test_pricestream_run_starts_every_service_restarts_a_crashed_one_and_stops_a
            "PRICESTREAM_BOOTSTRAP_ROWS": "200", "PRICESTREAM_GRACE_S": "15"}
     proc = subprocess.Popen([EXE, "run", "--without", "features", "--refresh", "1"], env=env,
                             stdout=subprocess.PIPE, stderr=(tmp_path / "run.err").open("wb"))
+    _LAUNCHED.append(proc)  # a killed 'run' leaves supervisord behind: it is in its own session
     urls = [f"http://127.0.0.1:{base + i}/healthz" for i in range(6)] + [f"http://127.0.0.1:{http}/healthz"]
     deadline = time.monotonic() + 240
     verdicts: list[str] = []
@@ -386,6 +407,7 @@ def test_online_writer_says_degraded_naming_redis_and_resumes_when_it_returns(
 
     server = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(redis_port),
                                "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    _LAUNCHED.append(server)
     try:
         deadline = time.monotonic() + 60
         while _health(svc.port)[1].get("consumed", 0) < len(rows):  # the kept batch is retried, then committed
