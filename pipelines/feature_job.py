@@ -12,10 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+import threading
 from pathlib import Path
 
 from pyflink.common import Configuration
 from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.java_gateway import get_gateway
 from pyflink.table import DataTypes, Schema, StatementSet, StreamTableEnvironment, TableResult
 
 from events.contract import encoded_job_spec
@@ -105,14 +107,36 @@ def create_env(config: FeatureJobConfig) -> StreamTableEnvironment:
     return StreamTableEnvironment.create(stream_env)
 
 
-def latest_checkpoint(root: Path) -> Path | None:
-    """The newest completed checkpoint under ``root`` (``<job id>/chk-<n>`` with its ``_metadata``), or None.
+SAVEPOINTS = "savepoints"
+"""Under the checkpoint directory: where a stop with savepoint writes (``stop_with_savepoint``)."""
 
-    Retained checkpoints of earlier runs sit beside each other, one directory per job id; the
-    newest completed one wins, whichever run wrote it.
+
+def latest_checkpoint(root: Path) -> Path | None:
+    """The newest completed checkpoint or savepoint under ``root``, or None.
+
+    Retained checkpoints of earlier runs sit beside each other (``<job id>/chk-<n>`` with its
+    ``_metadata``), savepoints of a stop in ``savepoints/``; the newest completed one wins,
+    whichever run wrote it.
     """
-    found = [meta.parent for meta in root.glob("*/chk-*/_metadata")]
-    return max(found, key=lambda chk: (chk.stat().st_mtime_ns, int(chk.name.split("-")[1]))) if found else None
+    patterns = ("*/chk-*/_metadata", f"{SAVEPOINTS}/*/_metadata")
+    found = [meta.parent for pattern in patterns for meta in root.glob(pattern)]
+    return max(found, key=lambda chk: chk.stat().st_mtime_ns) if found else None
+
+
+def stop_with_savepoint(result: TableResult, config: FeatureJobConfig) -> str:
+    """Stop the running job with a savepoint under the checkpoint directory; returns its path.
+
+    The next ``resume_point`` picks it (it is the newest), so stop and start lose nothing.
+    """
+    client = result.get_job_client()
+    if client is None or config.checkpoint_dir is None:
+        msg = "stop with savepoint: got a job without a client or a checkpoint_dir, expected a submitted job"
+        raise RuntimeError(msg)
+    target = (config.checkpoint_dir / SAVEPOINTS).resolve().as_uri()
+    # PyFlink 2.3's JobClient.stop_with_savepoint calls a Java signature that 2.x no longer has
+    # (the savepoint format became a required argument): call the JVM's own.
+    canonical = get_gateway().jvm.org.apache.flink.core.execution.SavepointFormatType.CANONICAL
+    return str(client._j_job_client.stopWithSavepoint(False, target, canonical).get())
 
 
 def resume_point(config: FeatureJobConfig, *, savepoint: Path | None = None, fresh: bool = False) -> Path | None:
@@ -126,6 +150,25 @@ def resume_point(config: FeatureJobConfig, *, savepoint: Path | None = None, fre
     if fresh or config.checkpoint_dir is None:
         return None
     return latest_checkpoint(config.checkpoint_dir)
+
+
+def run_until_stopped(config: FeatureJobConfig, stop: threading.Event, *, poll_s: float = 0.5) -> str | None:
+    """Run the job until it ends (None) or ``stop`` is set: then stop it with a savepoint and return its path.
+
+    The caller's signal handler only sets ``stop``: a JVM call interrupted by an exception raised in
+    a handler breaks the gateway that the savepoint call needs.
+    """
+    result = run(config, wait=False)
+    client = result.get_job_client()
+    if client is None:
+        msg = "run_until_stopped: got a job without a client, expected an attached run"
+        raise RuntimeError(msg)
+    while not stop.is_set():
+        if client.get_job_status().result().is_globally_terminal_state():
+            result.wait()  # raises the job's failure, if it failed
+            return None
+        stop.wait(poll_s)
+    return stop_with_savepoint(result, config)
 
 
 def run(config: FeatureJobConfig, *, wait: bool = True) -> TableResult:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -59,6 +61,7 @@ def jobs_run(
 
     By default it resumes from the latest retained checkpoint (state and offsets), so a restart
     after a crash loses nothing; ``--from-savepoint PATH`` and ``--fresh`` choose explicitly.
+    Ctrl-C or SIGTERM stops it with a savepoint, which the next run resumes from.
     """
     from pipelines import feature_job
 
@@ -69,8 +72,14 @@ def jobs_run(
     config = config.model_copy(update={"restore_from": restore})
     err.print(f"restoring from {restore}" if restore else f"no checkpoint restored: offsets per {config.startup}")
     what = "bounded: until the offsets at start" if config.bounded else "unbounded: Ctrl-C to stop"
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
     with err.status(f"feature job {config.topic(config.source_topic)} -> {config.topic(config.sink_topic)} ({what})"):
-        feature_job.run(config, wait=True)
+        savepoint = feature_job.run_until_stopped(config, stop)
+    if savepoint is not None:
+        err.print(f"stopped with a savepoint at {savepoint}")
+        return
     out.print(f"feature job finished: {config.topic(config.source_topic)} -> {config.topic(config.sink_topic)}")
 
 
