@@ -20,6 +20,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from events.config import KafkaConfig
+from events.contract import DLQ_PAYLOAD_BYTES
 from events.runtime.errors import DeliveryFailed, StreamRuntimeError
 from events.runtime.source import Source
 from events.runtime.step import Headers, Output, split_key
@@ -69,8 +70,14 @@ class _Base:
         self.produced[out.topic] = self.produced.get(out.topic, 0) + 1
 
     def dead_letter(self, topic: str, msg: Message, exc: BaseException) -> None:
-        """Send ``msg`` to ``<topic>.dlq`` (logical ``topic``) with the DLQ headers."""
-        self.produce(Output(f"{topic}.dlq", msg.key() or b"", msg.value() or b"", dlq_headers(msg, exc)))
+        """Send ``msg`` to ``<topic>.dlq`` (logical ``topic``) with the DLQ headers.
+
+        A value over :data:`~events.contract.DLQ_PAYLOAD_BYTES` is kept cut to that size, with its size in a
+        ``payload_bytes`` header (as the Flink job does): a record too large to produce must not stop the service.
+        """
+        value = msg.value() or b""
+        headers = [*dlq_headers(msg, exc), ("payload_bytes", str(len(value)).encode())]
+        self.produce(Output(f"{topic}.dlq", (msg.key() or b"")[:1024], value[:DLQ_PAYLOAD_BYTES], headers))
 
     def _delivered(self, err: KafkaError | None, msg: Message) -> None:
         """Delivery report (at-least-once counts failures; a transaction fails as a whole)."""

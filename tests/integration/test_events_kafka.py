@@ -143,3 +143,22 @@ def test_sdk_flags_dataset_edge_cases_and_checks_stay_dates_in_the_hotels_zone(k
     headers = [dict(m.headers() or []) for m in got]
     assert headers[0][FLAGS_HEADER] == b"complimentary,day_use"
     assert FLAGS_HEADER not in headers[1]
+
+
+def test_a_2mb_record_is_dead_lettered_cut_to_size_and_the_consumer_goes_on(kafka_config: KafkaConfig) -> None:
+    from events.contract import DLQ_PAYLOAD_BYTES
+
+    create_topics(kafka_config, [TOPICS["behaviour.events"], TOPICS["behaviour.events.dlq"]])
+    good = SearchEvent(hotel_id="h1", room_type="std", stay_date=date(2026, 12, 31))
+    huge = b'{"event_type": "view", "pad": "' + b"x" * 2_000_000 + b'"}'
+    # a third-party client that lets it through (lz4 packs it far below the broker's limit)
+    with Producer(kafka_config, topic="behaviour.events", extra={"message.max.bytes": 4_000_000}) as producer:
+        producer._producer.produce(producer.topic, value=huge, key=b"h1")  # raw: past the SDK's own size check
+        producer.send(good)
+    with EventConsumer(kafka_config, topic="behaviour.events", group_id=f"g{uuid.uuid4().hex}") as consumer:
+        seen = list(consumer.records(idle_timeout_s=3.0))
+    assert [r.event_id for r in seen] == [good.event_id]
+    (dead,) = _drain(kafka_config, "behaviour.events.dlq", 1)
+    headers = dict(dead.headers())
+    assert int(headers["payload_bytes"]) == len(huge) and len(dead.value()) == DLQ_PAYLOAD_BYTES
+    assert b"1000000 bytes" in headers["error_message"]
