@@ -30,7 +30,7 @@ from features.layout import redis_key
 from features.online_source import RedisFeatureSource
 from features.online_writer import OnlineWriter, redis_client
 from features.rows import FeatureRow
-from infra.config import StackConfig
+from pricestream.settings import Settings
 
 T0_MS = 1_796_000_000_000 - 1_796_000_000_000 % 86_400_000  # a UTC midnight in 2026
 STAY = date(2027, 1, 15)
@@ -46,7 +46,7 @@ def tile_rows(hotel: str) -> list[FeatureRow]:
         for i in range(spec.window_ms // spec.tile_ms):
             version += 1
             start = T0_MS - spec.window_ms + (i + 1) * spec.tile_ms
-            partials = {p: float(1 + i % 5) for p in spec.partials}
+            partials: dict[str, float | None] = {p: float(1 + i % 5) for p in spec.partials}
             rows.append(FeatureRow(hotel, view, "std" if stay else None, STAY.isoformat() if stay else None,
                                    start + 1, version, start + 1, partials, tile_start=start,
                                    rates={"c1": 90.0 + i % 7, "c2": 100.0} if spec.competitor_rates else {}))
@@ -83,7 +83,7 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=200)
     parser.add_argument("--reads", type=int, default=2000)
     args = parser.parse_args()
-    stack = StackConfig()
+    stack = Settings().stack()  # the PRICESTREAM_* ports and state dir, as every command
     config = FeaturesConfig(project=f"tm{uuid.uuid4().hex[:8]}", redis_url=stack.redis_url)
     writer = OnlineWriter(config, registry=CollectorRegistry())
     client = redis_client(config)
