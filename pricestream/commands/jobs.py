@@ -27,6 +27,11 @@ _Bounded = Annotated[
     bool, typer.Option(envvar="PRICESTREAM_JOB_BOUNDED", help="stop at the offsets latest when the job started")
 ]
 _Parallelism = Annotated[int | None, typer.Option(envvar="PRICESTREAM_JOB_PARALLELISM", min=1)]
+_Lateness = Annotated[
+    int | None,
+    typer.Option("--allowed-lateness-ms", envvar="PRICESTREAM_JOB_ALLOWED_LATENESS_MS", min=0,
+                 help="how far behind the watermark an event still updates its tile (days for a backfill)"),
+]
 _Savepoint = Annotated[
     Path | None,
     typer.Option("--from-savepoint", envvar="PRICESTREAM_JOB_FROM_SAVEPOINT",
@@ -39,10 +44,12 @@ _Fresh = Annotated[
 ]
 
 
-def _job_config(job: str, *, startup: str | None, bounded: bool, parallelism: int | None) -> FeatureJobConfig:
+def _job_config(job: str, *, startup: str | None, bounded: bool, parallelism: int | None,
+                allowed_lateness_ms: int | None = None) -> FeatureJobConfig:
     if job not in JOBS:
         fail(f"job: got {job!r}, expected one of {list(JOBS)}")
-    config = settings().feature_job(startup=startup, bounded=bounded or None, parallelism=parallelism)
+    config = settings().feature_job(startup=startup, bounded=bounded or None, parallelism=parallelism,
+                                    allowed_lateness_ms=allowed_lateness_ms)
     if not config.connector_jar.exists():
         fail(f"Flink Kafka connector jar {config.connector_jar} not found; run `pricestream up` to resolve jars")
     return config
@@ -54,6 +61,7 @@ def jobs_run(
     startup: _Startup = None,
     bounded: _Bounded = False,
     parallelism: _Parallelism = None,
+    allowed_lateness_ms: _Lateness = None,
     from_savepoint: _Savepoint = None,
     fresh: _Fresh = False,
 ) -> None:
@@ -67,7 +75,8 @@ def jobs_run(
 
     if from_savepoint is not None and fresh:
         fail("--from-savepoint and --fresh: got both, expected at most one")
-    config = _job_config(job, startup=startup, bounded=bounded, parallelism=parallelism)
+    config = _job_config(job, startup=startup, bounded=bounded, parallelism=parallelism,
+                         allowed_lateness_ms=allowed_lateness_ms)
     restore = feature_job.resume_point(config, savepoint=from_savepoint, fresh=fresh)
     config = config.model_copy(update={"restore_from": restore})
     err.print(f"restoring from {restore}" if restore else f"no checkpoint restored: offsets per {config.startup}")
