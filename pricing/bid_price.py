@@ -48,7 +48,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -73,6 +73,8 @@ class BidPriceConfig(BaseModel):
         window_days: length of the views window the pace is read from (``views_7d``).
         rooms_per_booking: mean rooms a booking takes.
         cancel_share: share of bookings cancelled, used until the key has its own figure.
+        method: ``fluid`` (the multiplier of the deterministic problem) or ``stochastic`` (the value of
+            the last room when the rest is sold at the best single price to Poisson demand).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -83,6 +85,7 @@ class BidPriceConfig(BaseModel):
     window_days: float = Field(default=7.0, gt=0.0)
     rooms_per_booking: float = Field(default=1.2, ge=1.0, allow_inf_nan=False)
     cancel_share: float = Field(default=0.15, ge=0.0, lt=1.0)
+    method: Literal["fluid", "stochastic"] = "fluid"
 
     @field_validator("curve")
     @classmethod
@@ -210,12 +213,16 @@ def _best(prices: npt.NDArray[np.float64], probs: npt.NDArray[np.float64], bid: 
     return int(np.argmax((prices - bid) * probs))
 
 
-def bid_price(prices: npt.ArrayLike, probs: npt.ArrayLike, fc: DemandForecast) -> float:
+def bid_price(
+    prices: npt.ArrayLike, probs: npt.ArrayLike, fc: DemandForecast, *, method: str = "fluid"
+) -> float:
     """The fluid bid price: the smallest ``bid >= 0`` whose best price sells at most the rooms left.
 
     ``prices`` ascending, ``probs`` the booking probability per view at each (made
     non-increasing first: a tree model's staircase can wiggle).
     """
+    if method == "stochastic":
+        return stochastic_bid_price(prices, probs, fc)
     p = np.asarray(prices, dtype=float)
     q = np.minimum.accumulate(np.clip(np.asarray(probs, dtype=float), 0.0, 1.0))
     demand = fc.views * fc.rooms_kept * q  # rooms the remaining shoppers would keep at each price
@@ -233,3 +240,28 @@ def bid_price(prices: npt.ArrayLike, probs: npt.ArrayLike, fc: DemandForecast) -
         else:
             hi = mid
     return hi
+
+
+def stochastic_bid_price(prices: npt.ArrayLike, probs: npt.ArrayLike, fc: DemandForecast) -> float:
+    """``V(x) - V(x - 1)``, with ``V(x) = max_p p E[min(D_p, x)]`` and ``D_p`` Poisson demand for rooms at ``p``.
+
+    Unlike the fluid bid it is positive whenever the last room might sell, and it falls to zero near
+    arrival with rooms to spare. Example:
+
+        >>> p = np.array([100.0, 150.0, 200.0]); q = np.array([0.5, 0.3, 0.1])
+        >>> few, many = (stochastic_bid_price(p, q, DemandForecast(40.0, x, 1.0, 10.0)) for x in (3.0, 30.0))
+        >>> few > 100.0 > many >= 0.0
+        True
+    """
+    from scipy.stats import poisson
+
+    p = np.asarray(prices, dtype=float)
+    q = np.minimum.accumulate(np.clip(np.asarray(probs, dtype=float), 0.0, 1.0))
+    x = int(round(fc.rooms_left))
+    if x <= 0:
+        return float(p[-1])
+    mu = np.maximum(fc.views * fc.rooms_kept * q, 1e-12)
+    tails = poisson.sf(np.arange(x)[:, None], mu[None, :])  # P(D > k), k = 0..x-1
+    e_min = np.cumsum(tails, axis=0)  # E[min(D, k + 1)]
+    value = (p[None, :] * e_min).max(axis=1)
+    return float(value[-1] - (value[-2] if x >= 2 else 0.0))

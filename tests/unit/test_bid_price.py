@@ -161,3 +161,14 @@ def test_forecast_counts_searches_so_a_sold_out_spell_does_not_hide_demand() -> 
     views_only = forecast(request(10), {"views_7d": 1.0, "rooms_left": 4.0}, cfg)
     assert a is not None and b is not None and views_only is not None
     assert b.views == pytest.approx(a.views) and views_only.views == pytest.approx(a.views / 16.0)
+
+
+def test_stochastic_bid_prices_the_chance_that_the_last_room_sells() -> None:
+    from pricing.bid_price import stochastic_bid_price
+
+    bids = [stochastic_bid_price(PRICES, PROBS, fc(100.0, rooms)) for rooms in (60.0, 40.0, 30.0, 20.0, 10.0, 5.0)]
+    assert bids == sorted(bids) and bids[-1] > 3 * bids[1]
+    # mean demand at the myopic price (about 43 rooms) is below 60 rooms: the fluid bid is 0, this one is not
+    assert bid_price(PRICES, PROBS, fc(100.0, 60.0)) == 0.0 and bids[0] > 0.0
+    assert stochastic_bid_price(PRICES, PROBS, fc(5.0, 30.0)) < 1e-6  # near arrival, rooms to spare
+    assert bid_price(PRICES, PROBS, fc(100.0, 10.0), method="stochastic") == bids[-2]
