@@ -2,8 +2,8 @@
 
 A private cluster (temp state dir, free REST and RPC ports, small memory) runs the
 same scripted sequence as the MiniCluster test in ``test_feature_job.py``; the
-output must have the same shape: one row per feature view per valid event, the
-same windows, the same DLQ. Then the cluster stops and its JVMs must be gone.
+output must be the same: every valid event in one tile per view, the same tile
+partials, the same DLQ. Then the cluster stops and its JVMs must be gone.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 from infra import flink_cluster
 from infra.config import REPO_ROOT, StackConfig
 from tests.integration.flink_helpers import read_all
-from tests.integration.test_feature_job import publish_scripted
+from tests.integration.test_feature_job import T0, _final_tiles, publish_scripted
 
 pytestmark = [pytest.mark.integration, pytest.mark.flink]
 
@@ -66,18 +66,16 @@ def test_bounded_job_finishes_on_the_cluster(cluster_run: ClusterRun) -> None:
     assert listed[cluster_run.job_id]["state"] == "FINISHED"
 
 
-def test_one_row_per_view_per_valid_event_as_in_the_minicluster(cluster_run: ClusterRun) -> None:
-    counts = Counter((r["view"], r["hotel_id"]) for r in cluster_run.rows)
+def test_the_same_tiles_as_in_the_minicluster(cluster_run: ClusterRun) -> None:
+    tiles = _final_tiles(cluster_run.rows)
     # test_feature_job: 11 valid events for h1, one of them inventory; one search for h2
     for view in ("stay_1h", "stay_24h", "stay_7d", "stay_14d", "hotel_stats"):
-        assert counts[(view, "h1")] == 11
-        assert counts[(view, "h2")] == 1
-    assert counts[("stay_inventory", "h1")] == 1
-    assert len(cluster_run.rows) == 61
-    day = max((r for r in cluster_run.rows if r["view"] == "stay_24h" and r["hotel_id"] == "h1"),
-              key=lambda r: r["version"])["features"]
-    assert (day["searches_24h"], day["views_24h"], day["bookings_24h"], day["cancellations_24h"]) == (2, 3, 2, 1)
-    assert day["mean_price_shown_24h"] == pytest.approx((100 + 120 + 90) / 3)
+        for hotel, n in (("h1", 11), ("h2", 1)):
+            assert sum(t["features"]["n"] for t in tiles.values() if t["view"] == view and t["hotel_id"] == hotel) == n
+    assert len([r for r in cluster_run.rows if r["view"] == "stay_inventory"]) == 1
+    first = tiles[("stay_24h", "h1", "std", "2026-11-20", int(T0.timestamp() * 1000))]
+    assert first["features"]["sum:is_view"] == 3.0 and first["features"]["sum:price_shown"] == 310.0
+    assert first["rates"] == {"c1": 80.0, "c2": 100.0, "c3": 95.0}
 
 
 def test_rejected_events_reach_the_dlq(cluster_run: ClusterRun) -> None:
