@@ -22,9 +22,10 @@ in the window, then the median / minimum across competitors. Past its TTL a view
 Where tiles become values: at write time. The online writer's Lua script
 (:mod:`features.tiles`) upserts the tile and rewrites the view's fields from the window's running
 totals, atomically per key; Feast and the scorer read finished values. A read-time merge was the
-alternative; measured by ``bench/tile_merge.py`` (50 keys with full windows, load 7-8 on 2 cores,
-so noisy): a key's read of the finished values p50 268 us against 550 us for reading its 218 tile
-fields alone, before decoding any; the write costs 3.0x a plain compare-and-set row (93-471 us).
+alternative; measured by ``bench/tile_merge.py`` (100 keys with full windows, 2 cores at load
+3.5): a key's read of the finished values p50 213 us / p99 515 us against 509 / 1,319 us for
+reading its 218 tile fields alone, before decoding any; a tile row's write costs 93 us, 3.1x a
+plain compare-and-set row (30 us).
 Reads are on the pricing path with a latency budget, writes are not; and Feast's
 ``get_online_features`` can only return stored fields, so a read-time merge would also need its own
 online store. Re-merging every tile at each write (the first version) cost 40x a plain write: hence
