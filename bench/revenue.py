@@ -122,7 +122,9 @@ def run(market: Market, policy: Policy, *, start: datetime, days: int, seed: int
     return Outcome(revenue, gross, room_nights, sold, cap)
 
 
-def history(market: Market, start: datetime, seed: int, method: str = "fluid") -> BidPriceConfig:
+def history(
+    market: Market, start: datetime, seed: int, method: str = "fluid", beyond: bool = False
+) -> BidPriceConfig:
     """What a hotel knows from last year: its booking curve and cancellation rate; rooms per booking from a warm-up.
 
     The curve is the lead time of a year of arrival nights' searches (``events.simulator.calibration``
@@ -144,7 +146,8 @@ def history(market: Market, start: datetime, seed: int, method: str = "fluid") -
     curve = BookingCurve.from_leads(leads.tolist(), horizon)
     per_booking = max(float(np.mean(rooms)) if rooms else 1.0, 1.0)
     return BidPriceConfig(curve=curve.cumulative, horizon_days=horizon, rooms_per_booking=per_booking,
-                          cancel_share=min(cancel_share, 0.9), method=method)
+                          cancel_share=min(cancel_share, 0.9), method=method,
+                          beyond_trained=beyond)
 
 
 def scorer(market: Market, *, source: AtRequestTime, bundles: tuple[Path, Path] | None,
@@ -190,7 +193,7 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
         f"in {time.perf_counter() - t0:.1f}s")
     with tempfile.TemporaryDirectory(prefix="bench-revenue-") as tmp:
         bundles = train(market, start=start, rows=args.rows, seed=args.market_seed, work=Path(tmp))
-        capacity = history(market, start, seed=10_000, method=args.bid_method)
+        capacity = history(market, start, seed=10_000, method=args.bid_method, beyond=args.beyond_trained)
         say(f"{name}: models trained; warm-up history: {capacity.rooms_per_booking:.2f} rooms per booking, "
             f"cancel share {capacity.cancel_share:.2f}")
         names = POLICIES + (("explore",) if args.explore else ()) + (("no_bid_price",) if args.no_bid_price else ())
@@ -281,6 +284,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--png", type=Path, default=Path("reports/revenue.png"))
     parser.add_argument("--no-bid-price", action="store_true", help="also run pricestream without the bid price")
     parser.add_argument("--bid-method", choices=("fluid", "stochastic"), default="fluid")
+    parser.add_argument("--beyond-trained", action="store_true", help="BidPriceConfig.beyond_trained")
     parser.add_argument("--policies", nargs="*", default=None, help="run only these (and dp, the reference)")
     parser.add_argument("--explore", type=float, default=0.05,
                         help="also run pricestream exploring within this band, 5 arms (0: not run)")

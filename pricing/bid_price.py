@@ -75,6 +75,8 @@ class BidPriceConfig(BaseModel):
         cancel_share: share of bookings cancelled, used until the key has its own figure.
         method: ``fluid`` (the multiplier of the deterministic problem) or ``stochastic`` (the value of
             the last room when the rest is sold at the best single price to Poisson demand).
+        beyond_trained: when the bid reaches the top of the model's trained price range, search up to
+            the rules' ceiling (the model extrapolates flat there, so this trusts the bid over the model).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -86,6 +88,7 @@ class BidPriceConfig(BaseModel):
     rooms_per_booking: float = Field(default=1.2, ge=1.0, allow_inf_nan=False)
     cancel_share: float = Field(default=0.15, ge=0.0, lt=1.0)
     method: Literal["fluid", "stochastic"] = "fluid"
+    beyond_trained: bool = False
 
     @field_validator("curve")
     @classmethod

@@ -260,6 +260,11 @@ class _BundlePricer:
 
         fc = None if self._capacity is None else forecast(request, features, self._capacity)
         bid = None if fc is None else self._bid_price(predict, low, high, fc)
+        beyond = self._capacity is not None and self._capacity.beyond_trained
+        if fc is not None and bid is not None and beyond and bid >= high:
+            # the rooms are worth more than the dearest trained price: search up to the rules' ceiling
+            high = ceiling
+            bid = self._bid_price(predict, low, high, fc)
         best = optimise(
             predict,
             floor=low,

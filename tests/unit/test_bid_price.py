@@ -172,3 +172,16 @@ def test_stochastic_bid_prices_the_chance_that_the_last_room_sells() -> None:
     assert bid_price(PRICES, PROBS, fc(100.0, 60.0)) == 0.0 and bids[0] > 0.0
     assert stochastic_bid_price(PRICES, PROBS, fc(5.0, 30.0)) < 1e-6  # near arrival, rooms to spare
     assert bid_price(PRICES, PROBS, fc(100.0, 10.0), method="stochastic") == bids[-2]
+
+
+def test_beyond_trained_lets_a_binding_bid_price_past_the_trained_price_range(bundle: Path) -> None:
+    features = {"views_7d": 40.0, "rooms_left": 1.0, "capacity": 40.0}
+    inside = load_pricer(bundle, capacity=BidPriceConfig(curve_mean_days=25.0))
+    beyond = load_pricer(bundle, capacity=BidPriceConfig(curve_mean_days=25.0, beyond_trained=True))
+    a = inside.quote(request(30), features, floor=60.0, ceiling=900.0)
+    b = beyond.quote(request(30), features, floor=60.0, ceiling=900.0)
+    assert a.price <= 500.0 < b.price <= 900.0 and b.bid_price is not None and b.bid_price > 500.0
+    spare = {"views_7d": 4.0, "rooms_left": 30.0, "capacity": 40.0}  # no scarcity: the trained range holds
+    assert beyond.quote(request(30), spare, floor=60.0, ceiling=900.0).price == inside.quote(
+        request(30), spare, floor=60.0, ceiling=900.0
+    ).price
