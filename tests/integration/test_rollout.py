@@ -40,7 +40,7 @@ from pricing.tiers import Quote, TierPricer, load_pricer
 from pricing.training import train_bundle
 from routing.delivery import DeliveryConfig, GateLimits, Stage, hash_unit
 from routing.router import Thresholds, TieredRouter
-from tests.integration._features_helpers import drop_project_keys, features_config, make_row
+from tests.integration._features_helpers import T0_MS, drop_project_keys, features_config, make_row
 
 pytestmark = pytest.mark.integration
 
@@ -220,7 +220,8 @@ def test_canary_reads_features_from_redis(
 ) -> None:
     config = redis_features(stack, key_prefix, tmp_path, kafka_config)
     try:
-        source = RedisFeatureSource(config)
+        # read as of the rows' time: the views' TTL would serve a year-old row as missing
+        source = RedisFeatureSource(config, clock=lambda: datetime.fromtimestamp(T0_MS / 1000, tz=UTC))
         rollout = RolloutScorer(scorer(Tagged(light, "v1"), source), config=delivery(tmp_path))
         rollout.start(scorer(Tagged(light, "v2"), source), version="v2")
         drive(rollout, redis_request, until=Stage.CANARY)
@@ -283,7 +284,7 @@ def test_rollback_while_four_threads_call_the_http_app(
 ) -> None:
     config = redis_features(stack, key_prefix, tmp_path, kafka_config)
     try:
-        source = RedisFeatureSource(config)
+        source = RedisFeatureSource(config, clock=lambda: datetime.fromtimestamp(T0_MS / 1000, tz=UTC))
         rollout = RolloutScorer(scorer(Tagged(light, "v1"), source), config=delivery(tmp_path), pair_share=0.25)
         rollout.start(scorer(Tagged(light, "v2"), source), version="v2")
         drive(rollout, redis_request, until=Stage.FULL)

@@ -81,7 +81,7 @@ def _requests(n: int) -> list[PricingRequest]:
 
 def _scorer(config: FeaturesConfig, bundles: tuple[Path, Path]) -> Scorer:
     return Scorer(ScorerConfig(deadline_ms=60_000.0), rules=RuleSet.load(RULES),
-                  feature_source=RedisFeatureSource(config),
+                  feature_source=RedisFeatureSource(config, clock=lambda: T0),  # read as of the rows (TTL)
                   light=load_pricer(bundles[0]), heavy=load_pricer(bundles[1]), router=TieredRouter(MODEL_ONLY))
 
 
