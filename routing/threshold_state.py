@@ -24,10 +24,10 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from routing.calibration import Thresholds
-from routing.delivery.state import write_atomic
+from routing.delivery.state import load_state_file, write_atomic
 from routing.errors import StateFileError
 
 
@@ -54,18 +54,7 @@ class ThresholdStore:
         Raises:
             StateFileError: the file exists but cannot be read or parsed.
         """
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            msg = f"router thresholds {str(self.path)!r} cannot be read: {exc}"
-            raise StateFileError(msg) from exc
-        try:
-            return ThresholdState.model_validate_json(text)
-        except ValidationError as exc:
-            msg = f"router thresholds {str(self.path)!r} are not a valid ThresholdState: {exc.errors()[0]['msg']}"
-            raise StateFileError(msg) from exc
+        return load_state_file(self.path, ThresholdState, what="router thresholds")
 
     def publish(self, thresholds: Thresholds, *, at: datetime, reason: str) -> ThresholdState:
         """Save ``thresholds`` as the next generation and return the saved state.

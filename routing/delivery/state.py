@@ -22,7 +22,7 @@ import os
 import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -91,6 +91,30 @@ class RolloutState(BaseModel):
         return self.model_copy(update={"candidate_weight": weight, "updated_at": at, "history": (*self.history, entry)})
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_state_file(path: Path, model: type[M], *, what: str) -> M | None:
+    """A pydantic state saved at ``path`` (``None`` when there is no file yet): the rollout and the router
+    thresholds files are read the same way.
+
+    Raises:
+        StateFileError: the file exists but cannot be read or parsed.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        msg = f"{what} {str(path)!r} cannot be read: {exc}"
+        raise StateFileError(msg) from exc
+    try:
+        return model.model_validate_json(text)
+    except ValidationError as exc:
+        msg = f"{what} {str(path)!r} is not a valid {model.__name__}: {exc.errors()[0]['msg']}"
+        raise StateFileError(msg) from exc
+
+
 class StateStore:
     """Load and atomically save a :class:`RolloutState` at ``path``."""
 
@@ -103,18 +127,7 @@ class StateStore:
         Raises:
             StateFileError: the file exists but cannot be read or parsed.
         """
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            msg = f"rollout state {str(self.path)!r} cannot be read: {exc}"
-            raise StateFileError(msg) from exc
-        try:
-            return RolloutState.model_validate_json(text)
-        except ValidationError as exc:
-            msg = f"rollout state {str(self.path)!r} is not a valid RolloutState: {exc.errors()[0]['msg']}"
-            raise StateFileError(msg) from exc
+        return load_state_file(self.path, RolloutState, what="rollout state")
 
     def save(self, state: RolloutState) -> None:
         """Write ``state`` atomically (temp file in the same directory, fsync, ``os.replace``).
