@@ -57,7 +57,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -82,6 +82,9 @@ from routing.errors import RolloutStateError, RoutingInputError
 
 CandidateLoader = Callable[[str], Scorer]
 """``load(version)``: a complete candidate scorer serving that registered model version."""
+
+DecisionTime = Literal["decided", "request"]
+"""What a served decision's ``event_time`` is: when it was made, or its request's time."""
 
 DEFAULT_PAIR_SHARE = 0.05
 """Share of canary/blend requests on which the arm not served is priced in the background: the
@@ -189,6 +192,8 @@ class RolloutScorer:
         max_pending: decisions kept awaiting a reward.
         reweight_every: blend rewards between automatic Thompson weight updates (0: never).
         registry: where the rollout metrics go (default: the incumbent's metrics registry).
+        decision_time: ``"decided"`` stamps a decision with the time it was made; ``"request"`` with its
+            request's ``event_time`` (a replay or a simulation: the label join's horizon runs from there).
     """
 
     def __init__(
@@ -204,9 +209,13 @@ class RolloutScorer:
         max_pending: int = DEFAULT_MAX_PENDING,
         reweight_every: int = DEFAULT_REWEIGHT_EVERY,
         registry: CollectorRegistry | None = None,
+        decision_time: DecisionTime = "decided",
     ) -> None:
         if not 0.0 <= pair_share <= 1.0:
             raise RoutingInputError(field="pair_share", value=pair_share, expected="a number in [0, 1]")
+        if decision_time not in ("decided", "request"):
+            raise RoutingInputError(field="decision_time", value=decision_time, expected="'decided' or 'request'")
+        self.decision_time = decision_time
         self.delivery = config
         self.arms: ArmSet[Scorer] = ArmSet(incumbent, candidate=candidate)
         self.controller = RolloutController(config, arms=self.arms)
@@ -460,7 +469,12 @@ class RolloutScorer:
         propensity: float,
         stage: Stage,
     ) -> PricingDecision:
-        decision = decision.model_copy(update={"arm": arm, "propensity": propensity})
+        # the logged propensity is P(arm) x P(shown price | arm): the pricer's exploration draw is
+        # independent of the arm's, so off-policy estimators need the product, not the arm's share alone
+        update: dict[str, Any] = {"arm": arm, "propensity": propensity * decision.propensity}
+        if self.decision_time == "request":
+            update["event_time"] = request.event_time
+        decision = decision.model_copy(update=update)
         self._served_count[arm].inc()
         if stage in (Stage.CANARY, Stage.BLEND):
             self._remember(decision, arm, stage)
@@ -512,7 +526,11 @@ class RolloutScorer:
             else:
                 self._evidence.add_pair(other.price, served.price)
             self.metrics.shadow.labels(outcome="late" if record.late else "logged").inc()
-            shadow = other.model_copy(update={"arm": f"{arm}-shadow", "propensity": 1.0})
+            # a shadow pricing is not drawn: only its own exploration draw (if any) is random
+            update: dict[str, Any] = {"arm": f"{arm}-shadow", "propensity": other.propensity}
+            if self.decision_time == "request":
+                update["event_time"] = record.request.request.event_time
+            shadow = other.model_copy(update=update)
             self._emit(record.request.request, shadow)
         finally:
             with self._logged_lock:
