@@ -259,8 +259,9 @@ def build_serving_path(
     registry = ModelRegistry(settings.registry())
     incumbent = build_scorer(settings, feature_source=feature_source, models=models, on_progress=on_progress,
                              config=config)
-    log_file = AuditLog(audit_path or settings.audit(), fsync_interval_s=settings.audit_flush_interval_s) \
-        if audit else None
+    log_file = AuditLog(audit_path or settings.audit(), fsync_interval_s=settings.audit_flush_interval_s,
+                        key=settings.audit_key, anchors=settings.audit_anchors,
+                        anchor_interval_s=settings.audit_anchor_interval_s) if audit else None
     publisher = None if publish == "none" else DecisionPublisher(settings, shadow_only=publish == "shadow")
     rollout = RolloutScorer(incumbent, config=settings.delivery(), on_decision=publisher, audit=log_file,
                             pair_share=settings.rollout_pair_share)

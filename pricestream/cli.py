@@ -287,11 +287,12 @@ def audit_verify(
     path: Annotated[Path | None, typer.Argument(envvar="PRICESTREAM_AUDIT_LOG", help="audit log (default: settings)")]
     = None,
 ) -> None:
-    """Walk the hash chain of the audit log; exit 1 naming the first broken line."""
+    """Walk the MAC chain, head and anchors of the audit log; exit 1 naming the first broken line."""
     from pricing.audit import verify
 
-    target = path or settings().audit()
-    result = verify(target)
+    s = settings()
+    target = path or s.audit()
+    result = verify(target, key=s.audit_key, anchors=s.audit_anchors)
     last = f"last intact entry: seq {result.last_seq} at {result.last_timestamp or '-'}, hash {result.last_hash[:12]}"
     if not result.ok and result.first_bad_position is None:
         fail(f"audit log {target}: {result.reason}")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import yaml
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from events.config import KafkaConfig
@@ -67,6 +67,12 @@ class Settings(BaseSettings):
     bootstrap_rows: int = Field(default=6000, ge=200)
     audit_flush_interval_s: float = Field(default=1.0, ge=0)
     """An audit entry is on disk at most this long after its decision (also while idle); 0: every decision."""
+    audit_key: SecretStr | None = None
+    """HMAC-SHA256 key of the audit chain; unset: a published development key (with a warning)."""
+    audit_anchors: Path | None = None
+    """Anchor file of the audit log's heads (default ``<audit log>.anchors``); keep it off the log's disk."""
+    audit_anchor_interval_s: float = Field(default=1.0, ge=0)
+    """The audit log's durable head is anchored at most this often (and at close); 0: every fsync."""
     follow_interval_s: float = Field(default=0.2, gt=0)
     """How often a server re-reads the rollout state, the registry generation and the router thresholds."""
     router_state: Path | None = None

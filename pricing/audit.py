@@ -1,11 +1,16 @@
-"""Hash-chained, append-only audit trail of pricing decisions.
+"""MAC-chained, append-only, externally anchored audit trail of pricing decisions.
 
-Each decision becomes one JSON line. Every entry carries ``prev_hash`` (the hash
-of the entry before it, 64 zeros for the first) and ``hash`` =
-``sha256(prev_hash + canonical(entry without hash))``. Changing, removing or
-reordering a line breaks the chain at that line, and :func:`verify` names it.
-A small ``<path>.head`` file, rewritten at every fsync, records the last
-durable seq and hash so that cutting entries off the *end* is caught too.
+Each decision becomes one JSON line in canonical form. Every entry carries ``prev_hash`` (the
+MAC of the entry before it, 64 zeros for the first) and ``hash`` =
+``HMAC-SHA256(key, prev_hash + canonical(entry without hash))`` with the key from settings
+(``PRICESTREAM_AUDIT_KEY``; see :mod:`pricing.audit_anchors`). Changing, removing or
+reordering a line breaks the chain at that line, and :func:`verify` names it; an editor
+who recomputes the chain without the key is caught at the first entry changed. A small
+``<path>.head`` file (MAC'd), rewritten at every fsync, records the last durable seq and
+hash, and at most every ``anchor_interval_s`` that head is also appended to an anchor file
+kept apart from the log (MAC'd and chained), so that cutting entries off the end is caught
+even when the ``.head`` file is deleted too. Entries appended after the last anchor can
+still be cut unseen: that window is the anchor interval.
 
 Durability: entries are buffered and written with one ``write`` + ``fsync`` when
 ``flush_every`` of them are waiting, at least every ``fsync_interval_s`` by a
@@ -34,6 +39,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import math
 import os
@@ -46,8 +52,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from pydantic import SecretStr
+
 from events.models import PricingDecision, PricingRequest
+from pricing.audit_anchors import AnchorFile, anchors_path, mac_hex, read_anchors, resolve_key
 from pricing.errors import AuditLogError
+
+AuditKey = str | bytes | SecretStr | None
+"""An audit MAC key: a secret from settings, raw bytes, or None for the development key."""
 
 GENESIS_HASH = "0" * 64
 """``prev_hash`` of the first entry of a log."""
@@ -81,9 +93,14 @@ def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def chain_hash(prev_hash: str, body: Mapping[str, Any]) -> str:
-    """Hash of an entry: ``sha256(prev_hash + canonical(body))`` (``body`` excludes ``hash``)."""
-    return sha256_hex(prev_hash + canonical_json(body))
+def chain_hash(prev_hash: str, body: Mapping[str, Any], key: AuditKey = None) -> str:
+    """MAC of an entry: ``HMAC-SHA256(key, prev_hash + canonical(body))`` (``body`` excludes ``hash``).
+
+    Example:
+        >>> chain_hash(GENESIS_HASH, {"seq": 1}, "k") == chain_hash(GENESIS_HASH, {"seq": 1}, "other")
+        False
+    """
+    return mac_hex(resolve_key(key), prev_hash + canonical_json(body))
 
 
 def input_digest(request: PricingRequest, features: Mapping[str, float | None]) -> str:
@@ -140,6 +157,11 @@ class AuditLog:
         clock: returns the entry timestamp (aware datetime); defaults to UTC now.
         repair_torn: at open, cut a torn last line (crash mid-write) off the log (see :func:`repair`); when
             ``False`` such a log raises :class:`~pricing.errors.AuditLogError`.
+        key: the MAC key (``settings.audit_key``); None: the development key, with a warning.
+        anchors: the anchor file (default ``<path>.anchors``; keep it on other storage than the log).
+        anchor_interval_s: the durable head is anchored at most this often (at a fsync) and at close;
+            0 anchors at every fsync.
+        on_anchor: also called with every anchor record (e.g. to publish it to Kafka).
 
     Raises:
         AuditLogError: ``append`` after ``close``, a disk error, or (at open) a last line that is no entry.
@@ -153,6 +175,10 @@ class AuditLog:
         fsync_interval_s: float = 1.0,
         clock: Callable[[], datetime] | None = None,
         repair_torn: bool = True,
+        key: AuditKey = None,
+        anchors: str | Path | None = None,
+        anchor_interval_s: float = 1.0,
+        on_anchor: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         if flush_every < 1:
             msg = f"flush_every: got {flush_every!r}, expected an integer >= 1"
@@ -167,6 +193,11 @@ class AuditLog:
         self._clock = clock or (lambda: datetime.now(tz=UTC))
         self._lock = threading.Lock()
         self._buffer: list[str] = []
+        self._key = resolve_key(key)
+        self._anchors = AnchorFile(anchors or anchors_path(self.path), self._key)
+        self._anchor_interval = anchor_interval_s
+        self._last_anchor = float("-inf")
+        self._on_anchor = on_anchor
         self.repaired = repair(self.path) if repair_torn else None
         self._seq, self._last_hash = _last_entry(self.path)
         self._file = self.path.open("a", encoding="utf-8", newline="\n")
@@ -198,7 +229,7 @@ class AuditLog:
             body["seq"] = self._seq + 1
             body["timestamp"] = self._clock().astimezone(UTC).isoformat(timespec="microseconds")
             body["prev_hash"] = self._last_hash
-            digest = chain_hash(self._last_hash, body)
+            digest = chain_hash(self._last_hash, body, self._key)
             body["hash"] = digest
             self._buffer.append(canonical_json(body))
             self._seq += 1
@@ -261,7 +292,7 @@ class AuditLog:
         with self._lock:
             if self._file.closed:
                 return
-            self._flush_locked(sync=True)
+            self._flush_locked(sync=True, anchor=True)
             self._file.close()
 
     def _flush_loop(self) -> None:
@@ -284,7 +315,7 @@ class AuditLog:
     ) -> None:
         self.close()
 
-    def _flush_locked(self, *, sync: bool) -> None:
+    def _flush_locked(self, *, sync: bool, anchor: bool = False) -> None:
         try:
             if self._buffer:
                 self._file.write("\n".join(self._buffer) + "\n")
@@ -293,12 +324,25 @@ class AuditLog:
             self._file.flush()
             if sync:
                 os.fsync(self._file.fileno())
-                _write_head(self.path, self._seq, self._last_hash)
+                _write_head(self.path, self._seq, self._last_hash, self._key)
                 self._last_sync = time.monotonic()
                 self._unsynced = False
+                if anchor or self._last_sync - self._last_anchor >= self._anchor_interval:
+                    self._anchor_locked()
         except OSError as exc:
             msg = f"audit log {str(self.path)!r}: cannot write ({exc}); expected a writable disk"
             raise AuditLogError(msg) from exc
+
+
+    def _anchor_locked(self) -> None:
+        """Append the durable head to the anchor file (when it moved since the last anchor)."""
+        if self._seq <= self._anchors.last_seq:
+            return
+        stamp = datetime.now(tz=UTC).isoformat(timespec="microseconds")
+        record = self._anchors.anchor(self._seq, self._last_hash, at=stamp)
+        self._last_anchor = time.monotonic()
+        if self._on_anchor is not None:
+            self._on_anchor(record)
 
 
 def head_path(path: str | Path) -> Path:
@@ -307,10 +351,15 @@ def head_path(path: str | Path) -> Path:
     return path.with_name(path.name + ".head")
 
 
-def _write_head(path: Path, seq: int, digest: str) -> None:
+def _head_mac(key: bytes, seq: int, digest: str) -> str:
+    return mac_hex(key, canonical_json({"head": True, "seq": seq, "hash": digest}))
+
+
+def _write_head(path: Path, seq: int, digest: str, key: bytes) -> None:
     target = head_path(path)
     tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(canonical_json({"seq": seq, "hash": digest}), encoding="utf-8")
+    tmp.write_text(canonical_json({"seq": seq, "hash": digest, "mac": _head_mac(key, seq, digest)}),
+                   encoding="utf-8")
     os.replace(tmp, target)
 
 
@@ -398,7 +447,7 @@ def _last_entry(path: Path) -> tuple[int, str]:
     return int(last["seq"]), str(last["hash"])
 
 
-def _check_entry(position: int, line: bytes, expected_prev: str) -> tuple[dict[str, Any] | None, str]:
+def _check_entry(position: int, line: bytes, expected_prev: str, key: bytes) -> tuple[dict[str, Any] | None, str]:
     """Parse one line and check it against the chain; return (entry, reason-if-bad)."""
     try:
         entry = json.loads(line.decode("utf-8"))
@@ -411,16 +460,25 @@ def _check_entry(position: int, line: bytes, expected_prev: str) -> tuple[dict[s
     if entry.get("prev_hash") != expected_prev:
         return None, "prev_hash does not match the previous entry's hash (entry removed or reordered)"
     body = {k: v for k, v in entry.items() if k != "hash"}
-    if chain_hash(expected_prev, body) != entry["hash"]:
-        return None, "hash does not match the entry content (entry changed)"
+    if not hmac.compare_digest(chain_hash(expected_prev, body, key), str(entry["hash"])):
+        return None, "MAC does not match the entry content (entry changed, or chain recomputed without the key)"
+    if canonical_json(entry).encode("utf-8") != line:
+        return None, "line is not in canonical form (bytes changed without changing the values)"
     return entry, ""
 
 
-def verify(path: str | Path) -> VerifyResult:
-    """Walk the chain of a log and report the first broken entry.
+def verify(path: str | Path, *, key: AuditKey = None, anchors: str | Path | None = None) -> VerifyResult:
+    """Walk the MAC chain of a log, then its head and anchors, and report the first broken entry.
 
-    Detects a changed entry (hash mismatch), a removed or reordered entry (seq or
-    prev_hash mismatch) and, when the ``.head`` file exists, entries cut off the end.
+    Detects a changed entry (MAC mismatch, also when the chain was recomputed without the key),
+    a removed or reordered entry (seq or prev_hash mismatch), entries cut off the end (the
+    ``.head`` file, and the anchor file even when ``.head`` is deleted), a forged head, and a
+    deleted, changed or forged anchor.
+
+    Args:
+        path: the log.
+        key: the MAC key the log was written with (None: the development key).
+        anchors: its anchor file (default ``<path>.anchors``).
 
     Example:
         >>> verify("/nonexistent/audit.jsonl").reason
@@ -429,13 +487,14 @@ def verify(path: str | Path) -> VerifyResult:
     path = Path(path)
     if not path.exists():
         return VerifyResult(False, None, f"no audit log at {str(path)!r}")
-    head = _read_head(path)
-    if isinstance(head, VerifyResult):
-        return head
+    mac_key = resolve_key(key)
+    head, head_error = _read_head(path, mac_key)  # a bad head is reported after the entries it cannot vouch for
+    anchor_file = Path(anchors) if anchors is not None else anchors_path(path)
+    anchored = read_anchors(anchor_file, mac_key)
     prev, position, stamp = GENESIS_HASH, 0, None
     with path.open("rb") as handle:  # binary: lines end at b"\n" only
         for position, raw in enumerate(handle, start=1):
-            entry, reason = _check_entry(position, raw.removesuffix(b"\n"), prev)
+            entry, reason = _check_entry(position, raw.removesuffix(b"\n"), prev, mac_key)
             if entry is None:
                 torn = not raw.endswith(b"\n")
                 if torn:
@@ -446,18 +505,39 @@ def verify(path: str | Path) -> VerifyResult:
             if head is not None and position == head[0] and prev != head[1]:
                 return VerifyResult(False, position, "entry hash differs from the head record", position,
                                     position, prev, stamp)
+            if anchored.by_seq.get(position, prev) != prev:
+                return VerifyResult(False, position, f"entry hash differs from its anchor in {anchor_file}",
+                                    position, position, prev, stamp)
     if head is not None and head[0] > position:
         reason = f"log ends at seq {position} but the head records seq {head[0]}: entries removed from the end"
         return VerifyResult(False, position + 1, reason, position, position, prev, stamp)
+    if anchored.last_seq > position:
+        reason = (f"log ends at seq {position} but {anchor_file} anchors seq {anchored.last_seq}: "
+                  "entries removed from the end")
+        return VerifyResult(False, position + 1, reason, position, position, prev, stamp)
+    if head_error:
+        return VerifyResult(False, None, head_error, position, position, prev, stamp)
+    if anchored.error:
+        bad = anchored.error_after_seq + 1
+        return VerifyResult(False, bad, f"{anchored.error}; entries from seq {bad} lost their anchor",
+                            position, position, prev, stamp)
+    if position and not anchored.count:
+        reason = (f"no anchor in {anchor_file} for a log of {position} entries: anchor file deleted "
+                  "(or the log was copied without it)")
+        return VerifyResult(False, 1, reason, position, position, prev, stamp)
     return VerifyResult(True, None, "", position, position, prev, stamp)
 
 
-def _read_head(path: Path) -> tuple[int, str] | VerifyResult | None:
+def _read_head(path: Path, key: bytes) -> tuple[tuple[int, str] | None, str]:
+    """(seq, hash) of the head file, or None with why it cannot be used ("" when it is absent)."""
     head = head_path(path)
     if not head.exists():
-        return None
+        return None, ""
     try:
         recorded = json.loads(head.read_text(encoding="utf-8"))
-        return int(recorded["seq"]), str(recorded["hash"])
+        seq, digest, mac = int(recorded["seq"]), str(recorded["hash"]), str(recorded["mac"])
     except (KeyError, TypeError, ValueError):
-        return VerifyResult(False, None, f"head file {str(head)!r} is unreadable; expected {{seq, hash}}")
+        return None, f"head file {str(head)!r} is unreadable; expected {{seq, hash, mac}}"
+    if not hmac.compare_digest(_head_mac(key, seq, digest), mac):
+        return None, f"head file {str(head)!r}: MAC does not match (head forged or changed)"
+    return (seq, digest), ""
