@@ -64,6 +64,8 @@ from routing.threshold_state import ThresholdStore
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    from pricing.service import ServiceConfig
+
 __all__ = [
     "DecisionPublisher", "Follower", "Publish", "ServingPath", "build_serving_path", "http_app", "promote_trained",
     "serve_http",
@@ -275,18 +277,19 @@ def build_serving_path(
                        http_limits=(settings.http_max_body_bytes, settings.http_max_batch))
 
 
-def http_app(path: ServingPath) -> FastAPI:
+def http_app(path: ServingPath, service: ServiceConfig | None = None) -> FastAPI:
     """The pricing API (:func:`pricing.service.create_app`) over ``path``, closing it at shutdown.
 
     Uvicorn runs the lifespan's exit after its graceful shutdown answered every in-flight
     request, and before it re-raises the SIGTERM that stopped it: so every decision returned
     to a caller is audited (fsynced) and acknowledged by Kafka before the process exits.
+    ``service`` (``Settings.http_service``) adds keys, rate limits and the ops-port split.
     """
     from pricing.service import ServiceConfig, create_app, feature_probe
 
     # RolloutScorer has the scorer surface create_app uses (price, price_batch, health, config, stats)
     max_body, max_batch = path.http_limits
-    api = create_app(cast(Scorer, path.scorer), ServiceConfig(max_body_bytes=max_body, max_batch=max_batch),
+    api = create_app(cast(Scorer, path.scorer), service or ServiceConfig(max_body_bytes=max_body, max_batch=max_batch),
                      probes={"redis": feature_probe(path.scorer.arms.incumbent.feature_source)})
     inner = api.router.lifespan_context
 
@@ -307,15 +310,30 @@ def _stopped(signum: int, frame: FrameType | None) -> None:
     del signum, frame
 
 
-def serve_http(path: ServingPath, *, host: str, port: int) -> None:
-    """Serve ``path`` over HTTP until SIGTERM / SIGINT; the path is closed when this returns."""
+def serve_http(path: ServingPath, *, host: str, port: int, service: ServiceConfig | None = None,
+               ops: tuple[str, int] | None = None) -> None:
+    """Serve ``path`` over HTTP until SIGTERM / SIGINT; the path is closed when this returns.
+
+    ``ops`` (host, port) serves ``/healthz`` and ``/metrics`` there, from a second server in a thread.
+    """
     import uvicorn
+
+    from pricing.service import create_ops_app, feature_probe
+
+    ops_server = None
+    if ops is not None:
+        ops_app = create_ops_app(cast(Scorer, path.scorer),
+                                 probes={"redis": feature_probe(path.scorer.arms.incumbent.feature_source)})
+        ops_server = uvicorn.Server(uvicorn.Config(ops_app, host=ops[0], port=ops[1], log_level="warning"))
+        threading.Thread(target=ops_server.run, name="ops-http", daemon=True).start()
 
     previous = signal.signal(signal.SIGTERM, _stopped) if threading.current_thread() is threading.main_thread() \
         else None
     try:
-        uvicorn.run(http_app(path), host=host, port=port, log_level="warning")
+        uvicorn.run(http_app(path, service), host=host, port=port, log_level="warning")
     finally:
+        if ops_server is not None:
+            ops_server.should_exit = True
         path.close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

@@ -19,6 +19,7 @@ import typer
 
 from pricestream.commands import features as features_cmd
 from pricestream.commands import jobs as jobs_cmd
+from pricestream.commands import keys as keys_cmd
 from pricestream.commands import market as market_cmd
 from pricestream.commands import models as models_cmd
 from pricestream.commands import reports as reports_cmd
@@ -63,6 +64,7 @@ app.add_typer(reports_cmd.router_app, name="router")
 app.add_typer(services_cmd.app, name="services")
 app.command("run")(run_cmd.run)
 app.add_typer(market_cmd.app, name="market")
+app.add_typer(keys_cmd.app, name="keys")
 
 
 @app.command()
@@ -204,6 +206,7 @@ def serve(
     from pricestream.app import build_serving_path, serve_http
 
     s = settings()
+    service = s.http_service(host or s.http_host)  # refuses security off on a bind beyond loopback, before loading
     create_topics(s.kafka(), [TOPICS["pricing.decisions"], TOPICS["pricing.decisions.dlq"]])
     with progress_bar("loading models", total=2) as bar:
         path = build_serving_path(
@@ -218,7 +221,10 @@ def serve(
         f"heavy {health['heavy']['version']}, rollout {health['rollout']['stage']}; "
         f"audit log: {s.audit() if audit else 'off'}; decisions to {s.kafka().topic('pricing.decisions')}"
     )
-    serve_http(path, host=bind_host, port=bind_port)
+    ops = None if s.http_ops_port is None else (s.ops_host, s.http_ops_port)
+    err.print(f"API keys: {service.keys_file or 'off (loopback bind)'}; rate limit: {service.rate_limit or 'off'}; "
+              f"/healthz and /metrics on {f'port {ops[1]}' if ops else 'the pricing port'}")
+    serve_http(path, host=bind_host, port=bind_port, service=service, ops=ops)
 
 
 @app.command("serve-stream")

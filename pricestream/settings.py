@@ -25,6 +25,7 @@ from infra.config import REPO_ROOT, StackConfig
 from pipelines.config import FeatureJobConfig
 
 if TYPE_CHECKING:
+    from pricing.service import ServiceConfig
     from routing.delivery import DeliveryConfig
 
 
@@ -59,6 +60,14 @@ class Settings(BaseSettings):
     http_max_body_bytes: int = Field(default=64_000, gt=0)
     """Largest HTTP request body (413 above it): 64 kB holds a full batch of 256 requests."""
     http_max_batch: int = Field(default=256, ge=1)
+    http_security: Literal["auto", "on", "off"] = "auto"
+    """API keys and per-client rate limits on ``/v1/``: ``auto`` turns them on unless ``http_host`` is loopback."""
+    http_keys_file: Path | None = None
+    """API keys, hashed (``pricestream keys add``); default ``<state>/secrets/api-keys.json``."""
+    http_rate_limit: str = "200/second;5000/minute"
+    """Per-client limits while security is on (``limits`` notation); above them a request gets 429."""
+    http_ops_port: int | None = Field(default=None, gt=0, lt=65536)
+    """Serve ``/healthz`` and ``/metrics`` on this port (at ``ops_host``) instead of the pricing port."""
     feast_project: str = "pricestream"
     rollout_state: Path | None = None
     reports_dir: Path = REPO_ROOT / "reports"
@@ -142,6 +151,25 @@ class Settings(BaseSettings):
     def router_thresholds(self) -> Path:
         """State file of the serving router's thresholds (written by recalibration, followed by servers)."""
         return self.router_state or self.data_dir / "router" / "thresholds.json"
+
+    def keys_file(self) -> Path:
+        """The API keys file (``http_keys_file``, default under the state dir)."""
+        return self.http_keys_file or self.state_dir / "secrets" / "api-keys.json"
+
+    def http_service(self, host: str | None = None) -> ServiceConfig:
+        """The HTTP service's limits and security for a bind at ``host`` (default ``http_host``).
+
+        Raises:
+            pricing.auth.AuthError: ``http_security=off`` with a bind beyond loopback.
+        """
+        from pricing.auth import auth_required
+        from pricing.service import ServiceConfig
+
+        secure = auth_required(self.http_security, host or self.http_host)
+        return ServiceConfig(max_body_bytes=self.http_max_body_bytes, max_batch=self.http_max_batch,
+                             keys_file=self.keys_file() if secure else None,
+                             rate_limit=self.http_rate_limit if secure else None,
+                             ops_routes=self.http_ops_port is None)
 
     def delivery(self) -> DeliveryConfig:
         """Progressive delivery settings: the state file, the canary share and the gates' sample floor."""

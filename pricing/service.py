@@ -1,7 +1,12 @@
 """HTTP pricing service: a FastAPI app around a :class:`~pricing.scorer.Scorer`.
 
 Routes: ``POST /v1/price``, ``POST /v1/price:batch``, ``GET /healthz``,
-``GET /metrics`` (Prometheus text) and ``GET /openapi.json``.
+``GET /metrics`` (Prometheus text) and ``GET /openapi.json``. ``/healthz`` and ``/metrics``
+can move to a separate ops app (:func:`create_ops_app`, its own port).
+
+Security (:mod:`pricing.auth`): with a keys file, ``/v1/`` needs an API key (401 without a
+valid one; the file is re-read when it changes); with a rate limit, a client above it gets
+429 with ``Retry-After``.
 
 Contract: a valid request always gets a 200 (the scorer degrades instead of
 failing). Any other body gets a 4xx, never a 5xx, whose body is strict JSON naming
@@ -44,6 +49,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from datetime import date
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Header, Request
@@ -56,6 +62,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from events.models import PricingDecision
 from events.redact import redact, redact_exception
+from pricing.auth import KeyRing, RateLimiter, SecurityGate, refused_counter
 from pricing.errors import FeatureStoreUnavailable
 from pricing.http_body import BadRequest, FieldError, error_json, from_validation_errors, parse_body
 from pricing.http_spec import ERROR_RESPONSES, HEALTH_RESPONSES, METRICS_RESPONSES, Health, documented_openapi
@@ -91,6 +98,9 @@ class ServiceConfig(BaseModel):
         freeze_gc: at start-up, move every object alive (modules, models, the Feast registry) out of the
             cyclic garbage collector's reach (``gc.freeze``), so that a full collection never walks them
             (one costs ~150 ms with them on this machine, a stall the p99.9 would show).
+        keys_file: API keys file (:class:`~pricing.auth.KeyStore`); None: ``/v1/`` needs no key.
+        rate_limit: per-client limits (``"100/second;2000/minute"``); None: unlimited.
+        ops_routes: serve ``/healthz`` and ``/metrics`` here (False: they live on :func:`create_ops_app`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -99,6 +109,9 @@ class ServiceConfig(BaseModel):
     max_batch: int = Field(default=256, ge=1)
     deadline_ms: float | None = Field(default=None, gt=0, le=MAX_DEADLINE_MS)
     freeze_gc: bool = True
+    keys_file: Path | None = None
+    rate_limit: str | None = None
+    ops_routes: bool = True
 
 
 class _Guard:
@@ -302,6 +315,18 @@ def create_app(
         raw = b"[" + b",".join(d.__pydantic_serializer__.to_json(d) for d in decisions) + b"]"
         return Response(raw, media_type="application/json")
 
+    if config.ops_routes:
+        _add_ops_routes(app, scorer, checks)
+    keys = KeyRing(config.keys_file) if config.keys_file is not None else None
+    limiter = RateLimiter(config.rate_limit) if config.rate_limit else None
+    if keys is not None or limiter is not None:
+        app.add_middleware(SecurityGate, keys=keys, limiter=limiter, refused=refused_counter(scorer.stats.registry))
+    app.add_middleware(_Guard, max_body_bytes=config.max_body_bytes, stats=scorer.stats)
+    app.openapi = documented_openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+def _add_ops_routes(app: FastAPI, scorer: Scorer, checks: Mapping[str, Probe]) -> None:
     @app.get("/healthz", summary="Liveness, dependencies and models in force", response_model=Health,
              responses=HEALTH_RESPONSES)
     def healthz() -> Response:
@@ -313,6 +338,22 @@ def create_app(
     def metrics() -> Response:
         return Response(scorer.stats.render(), media_type=CONTENT_TYPE_LATEST)
 
-    app.add_middleware(_Guard, max_body_bytes=config.max_body_bytes, stats=scorer.stats)
-    app.openapi = documented_openapi(app)  # type: ignore[method-assign]
+
+def create_ops_app(scorer: Scorer, *, probes: Mapping[str, Probe] | None = None) -> FastAPI:
+    """``/healthz`` and ``/metrics`` of ``scorer`` alone, to bind apart from the pricing port.
+
+    Example:
+        >>> from fastapi.testclient import TestClient
+        >>> from pricing.feature_source import MemoryFeatureSource
+        >>> from pricing.rules import RuleSet
+        >>> from pricing.scorer import Scorer, ScorerConfig
+        >>> from routing.router import TieredRouter
+        >>> scorer = Scorer(ScorerConfig(), rules=RuleSet.from_yaml("min_price: 50\\nmax_price: 500\\n"),
+        ...                 feature_source=MemoryFeatureSource(), light=None, heavy=None, router=TieredRouter())
+        >>> ops = TestClient(create_ops_app(scorer))
+        >>> ops.get("/healthz").status_code, ops.post("/v1/price", json={}).status_code
+        (200, 404)
+    """
+    app = FastAPI(title="pricestream ops", version="1", docs_url=None, redoc_url=None, openapi_url=None)
+    _add_ops_routes(app, scorer, default_probes(scorer) if probes is None else dict(probes))
     return app
