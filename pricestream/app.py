@@ -265,6 +265,7 @@ def build_serving_path(
                         key=settings.audit_key, anchors=settings.audit_anchors,
                         anchor_interval_s=settings.audit_anchor_interval_s) if audit else None
     publisher = None if publish == "none" else DecisionPublisher(settings, shadow_only=publish == "shadow")
+    output_audit = settings.output_audit_config()
     rollout = RolloutScorer(incumbent, config=settings.delivery(), on_decision=publisher, audit=log_file,
                             pair_share=settings.rollout_pair_share)
     follower = Follower(
@@ -272,6 +273,11 @@ def build_serving_path(
         thresholds=ThresholdStore(settings.router_thresholds()), load_candidate=candidate_loader(incumbent, registry),
         interval_s=settings.follow_interval_s,
     )
+    if output_audit is not None:
+        from pricing.output_audit import OutputAudit, output_audit_counter, rules_band
+
+        rollout.output_audit = OutputAudit(output_audit, band=rules_band(incumbent.rules),
+                                           counter=output_audit_counter(incumbent.stats.registry))
     follower.start()
     return ServingPath(scorer=rollout, audit=log_file, publisher=publisher, follower=follower,
                        http_limits=(settings.http_max_body_bytes, settings.http_max_batch))

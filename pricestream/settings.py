@@ -25,6 +25,7 @@ from infra.config import REPO_ROOT, StackConfig
 from pipelines.config import FeatureJobConfig
 
 if TYPE_CHECKING:
+    from pricing.output_audit import OutputAuditConfig
     from pricing.service import ServiceConfig
     from routing.delivery import DeliveryConfig
 
@@ -60,6 +61,12 @@ class Settings(BaseSettings):
     http_max_body_bytes: int = Field(default=64_000, gt=0)
     """Largest HTTP request body (413 above it): 64 kB holds a full batch of 256 requests."""
     http_max_batch: int = Field(default=256, ge=1)
+    output_audit: bool = True
+    """Clamp served model prices that leave the rules' band or move far from the key's recent median."""
+    output_audit_max_move: float = Field(default=0.5, gt=0.0, le=10.0)
+    """Largest share a model price may move from its stay key's recent median (0.5: +-50%)."""
+    output_audit_action: Literal["clamp", "hold"] = "clamp"
+    """What the output audit does to a breach: clamp to the nearest allowed price, or hold at the median."""
     http_security: Literal["auto", "on", "off"] = "auto"
     """API keys and per-client rate limits on ``/v1/``: ``auto`` turns them on unless ``http_host`` is loopback."""
     http_keys_file: Path | None = None
@@ -170,6 +177,14 @@ class Settings(BaseSettings):
                              keys_file=self.keys_file() if secure else None,
                              rate_limit=self.http_rate_limit if secure else None,
                              ops_routes=self.http_ops_port is None)
+
+    def output_audit_config(self) -> OutputAuditConfig | None:
+        """The serving path's output audit (None when ``output_audit`` is off)."""
+        from pricing.output_audit import OutputAuditConfig
+
+        if not self.output_audit:
+            return None
+        return OutputAuditConfig(max_move=self.output_audit_max_move, action=self.output_audit_action)
 
     def delivery(self) -> DeliveryConfig:
         """Progressive delivery settings: the state file, the canary share and the gates' sample floor."""

@@ -63,6 +63,7 @@ import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from events.models import OutcomeLabel, PricingDecision, PricingRequest
+from pricing.output_audit import OutputAudit
 from pricing.scorer import DecisionCallback, DecisionSink, Scorer, Trail, record_decision
 from routing.delivery import (
     AdvanceResult,
@@ -222,6 +223,8 @@ class RolloutScorer:
         self.on_decision = on_decision
         self.audit = audit
         self.audit_failing = False
+        self.output_audit: OutputAudit | None = None
+        """Checks every served price before it is audited and published (set by the composition root)."""
         self.candidate_version: str | None = None if candidate is None else self.controller.status().version
         self.pair_share = pair_share
         self.max_pending = max_pending
@@ -475,6 +478,8 @@ class RolloutScorer:
         if self.decision_time == "request":
             update["event_time"] = request.event_time
         decision = decision.model_copy(update=update)
+        if self.output_audit is not None:
+            decision = self.output_audit.check(decision, request)
         self._served_count[arm].inc()
         if stage in (Stage.CANARY, Stage.BLEND):
             self._remember(decision, arm, stage)
