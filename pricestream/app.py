@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from events.models import PricingDecision, PricingRequest, dumps
 from feedback.registry import ModelRegistry
 from pricestream.settings import Settings
-from pricestream.wiring import BootstrapModels, Progress, build_scorer
+from pricestream.wiring import BootstrapModels, Progress, build_scorer, pricer_loader
 from pricing.audit import AuditLog
 from pricing.feature_source import FeatureSource
 from pricing.rollout import RolloutScorer
@@ -132,6 +132,8 @@ class Follower:
     thresholds: ThresholdStore
     load_candidate: Callable[[str], Scorer]
     interval_s: float
+    load_pricer: Callable[[Path], Any] | None = None
+    """bundle dir -> pricer for a hot reload (the path's exploration setting); ``load_pricer`` when None."""
     errors: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -154,7 +156,7 @@ class Follower:
                     del self.errors[:-20]
 
     def _models(self) -> None:
-        self.rollout.arms.incumbent.reload_from(self.registry)
+        self.rollout.arms.incumbent.reload_from(self.registry, loader=self.load_pricer)
 
     def _rollout(self) -> None:
         if self._rollout_file.changed():
@@ -216,14 +218,16 @@ class ServingPath:
         self.close()
 
 
-def candidate_loader(incumbent: Scorer, registry: ModelRegistry) -> Callable[[str], Scorer]:
+def candidate_loader(
+    incumbent: Scorer, registry: ModelRegistry, *, load_pricer: Callable[[Path], Any] | None = None
+) -> Callable[[str], Scorer]:
     """``load(version)``: the incumbent with that version's model in its tier, its own router copy."""
 
     def load(version: str) -> Scorer:
-        from pricing.tiers import load_pricer
+        from pricing.tiers import load_pricer as plain
 
         entry = registry.show(version)
-        pricer = load_pricer(entry.path)
+        pricer = (load_pricer or plain)(entry.path)
         light, heavy = incumbent.light, incumbent.heavy
         if entry.tier == "light":
             light = pricer
@@ -267,11 +271,13 @@ def build_serving_path(
     publisher = None if publish == "none" else DecisionPublisher(settings, shadow_only=publish == "shadow")
     output_audit = settings.output_audit_config()
     rollout = RolloutScorer(incumbent, config=settings.delivery(), on_decision=publisher, audit=log_file,
-                            pair_share=settings.rollout_pair_share)
+                            pair_share=settings.rollout_pair_share, decision_time=settings.decision_time)
+    loader = pricer_loader(settings)
     follower = Follower(
         rollout=rollout, registry=registry, delivery_state=StateStore(settings.rollout()),
-        thresholds=ThresholdStore(settings.router_thresholds()), load_candidate=candidate_loader(incumbent, registry),
-        interval_s=settings.follow_interval_s,
+        thresholds=ThresholdStore(settings.router_thresholds()),
+        load_candidate=candidate_loader(incumbent, registry, load_pricer=loader),
+        interval_s=settings.follow_interval_s, load_pricer=loader,
     )
     if output_audit is not None:
         from pricing.output_audit import OutputAudit, output_audit_counter, rules_band
@@ -350,15 +356,24 @@ def promote_trained(settings: Settings, version: str, *, reason: str = "passed t
 
     ``swap`` promotes it now (servers hot-reload it within ``follow_interval_s``); ``rollout`` starts a
     rollout of it against the live model of its tier instead (shadow first; ``pricestream rollout
-    advance`` moves it on). Returns what was done: ``"promoted"`` or ``"rollout"``.
+    advance`` moves it on). Returns what was done: ``"promoted"``, ``"rollout"``, or ``"registered"`` when
+    another rollout is still live (the version waits in the registry).
     """
     from routing.delivery import RolloutController
+    from routing.delivery.stages import LIVE_STAGES
 
     registry = ModelRegistry(settings.registry())
     if settings.trainer_promotion == "swap":
         registry.promote(version)
         return "promoted"
+    controller = RolloutController(settings.delivery())
+    state = controller.status()
+    if state.stage in LIVE_STAGES:
+        # one rollout at a time: the version stays registered (``rollout start`` it later); raising here
+        # would stop the trainer service on every update that lands during a rollout
+        log.warning("%s registered, not rolled out: the rollout of %s is live in %s", version, state.version,
+                    state.stage.value)
+        return "registered"
     live = registry.current(registry.show(version).tier)
-    RolloutController(settings.delivery()).start(
-        version, incumbent_version=None if live is None else live.version, reason=reason)
+    controller.start(version, incumbent_version=None if live is None else live.version, reason=reason)
     return "rollout"

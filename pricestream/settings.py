@@ -111,6 +111,15 @@ class Settings(BaseSettings):
     """Instance id of a transactional service (its ``transactional.id`` and checkpoint directory)."""
     rollout_pair_share: float = Field(default=0.05, ge=0.0, le=1.0)
     """Share of canary/blend requests also priced by the other arm (the paired evidence of the price gates)."""
+    decision_time: Literal["decided", "request"] = "decided"
+    """A served decision's ``event_time``: when it was made, or its request's ``event_time`` (a simulation or a
+    replay, whose label join must measure its horizon from the simulated request time)."""
+    explore_band: float = Field(default=0.0, ge=0.0, lt=1.0)
+    """Relative half-width of the shown-price exploration band of the model tiers (0: no exploration)."""
+    explore_arms: int = Field(default=5, ge=1, le=101)
+    """Prices in the exploration band (their propensity is logged with each decision)."""
+    job_idle_timeout_ms: int | None = Field(default=None, gt=0)
+    """The feature job's source idleness timeout (``None``: the job's default)."""
 
     def stack(self) -> StackConfig:
         return StackConfig(
@@ -228,4 +237,6 @@ class Settings(BaseSettings):
             "checkpoint_dir": self.state_dir / "flink" / "feature-job-checkpoints",
             "hotels": self.hotel_profiles(),
         }
+        if self.job_idle_timeout_ms is not None:
+            fields["idle_timeout_ms"] = self.job_idle_timeout_ms
         return FeatureJobConfig.model_validate(fields | {k: v for k, v in overrides.items() if v is not None})

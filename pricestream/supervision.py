@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import os
@@ -28,6 +29,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -94,11 +96,31 @@ def _quote(value: str) -> str:
     return '"' + value.replace("%", "%%").replace('"', '\\"') + '"'
 
 
+_SOCKET_PATH_MAX = 100
+"""An AF_UNIX path holds at most 107 bytes on Linux (``sun_path``); a deeper run dir gets its socket in /tmp."""
+
+
+def socket_path(root: Path) -> Path:
+    """supervisord's control socket: ``root/supervisor.sock``, or a per-root name in the temp dir when too long.
+
+    Example:
+        >>> socket_path(Path("/srv/state/run")).as_posix()
+        '/srv/state/run/supervisor.sock'
+        >>> socket_path(Path("/x" * 60)).name.startswith("pricestream-supervisor-")
+        True
+    """
+    sock = root / "supervisor.sock"
+    if len(os.fsencode(sock)) <= _SOCKET_PATH_MAX:
+        return sock
+    digest = hashlib.sha256(os.fsencode(root.resolve())).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"pricestream-supervisor-{digest}.sock"
+
+
 def write_config(root: Path, progs: list[Program], *, grace_s: float) -> Path:
     """``supervisord.conf`` for ``progs`` under ``root`` (logs in ``root/logs``); returns its path."""
     logs = root / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    sock = root / "supervisor.sock"
+    sock = socket_path(root)
     esc = {k: str(v).replace("%", "%%") for k, v in {"root": root, "sock": sock, "logs": logs}.items()}
     lines = [
         "[unix_http_server]", f"file={esc['sock']}", "chmod=0700", "",
@@ -158,12 +180,12 @@ class Supervisor:
         """A fresh XML-RPC proxy (supervisor's transport keeps one connection, unusable after an error)."""
         from supervisor.xmlrpc import SupervisorTransport
 
-        transport = SupervisorTransport(None, None, serverurl=f"unix://{self.root / 'supervisor.sock'}")
+        transport = SupervisorTransport(None, None, serverurl=f"unix://{socket_path(self.root)}")
         return xmlrpc.client.ServerProxy("http://127.0.0.1", transport=transport)
 
     def start(self) -> None:
         """Start supervisord (in its own session: a terminal's Ctrl-C reaches only this process)."""
-        sock = self.root / "supervisor.sock"
+        sock = socket_path(self.root)
         sock.unlink(missing_ok=True)
         supervisord = Path(sys.executable).with_name("supervisord")
         exe = str(supervisord) if supervisord.exists() else "supervisord"

@@ -29,6 +29,7 @@ import tempfile
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -115,6 +116,26 @@ def train_bootstrap(
     return versions
 
 
+def pricer_loader(settings: Settings) -> Callable[[Path], Any]:
+    """``load(bundle_dir)``: a tier pricer, exploring its shown price when ``settings.explore_band`` > 0.
+
+    Example:
+        >>> pricer_loader(Settings(explore_band=0.05)).__name__
+        'load'
+    """
+    from pricing.exploration import ExplorationConfig
+
+    exploration = None if settings.explore_band <= 0 else ExplorationConfig(
+        band=settings.explore_band, arms=settings.explore_arms, seed=settings.seed)
+
+    def load(bundle_dir: Path) -> Any:
+        from pricing.tiers import load_pricer  # deferred: onnxruntime loads only when a model does
+
+        return load_pricer(bundle_dir, exploration=exploration)
+
+    return load
+
+
 def build_scorer(
     settings: Settings,
     *,
@@ -154,5 +175,5 @@ def build_scorer(
         audit=audit,
         on_decision=on_decision,
     )
-    scorer.reload_from(registry)
+    scorer.reload_from(registry, loader=pricer_loader(settings))
     return scorer

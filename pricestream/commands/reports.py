@@ -11,6 +11,7 @@ import pandas as pd
 import typer
 
 from pricestream.commands.common import err, fail, kv_table, new_app, out, settings, stoppable, table
+from pricestream.settings import Settings
 
 monitor_app = new_app("Monitoring of the live pricing loop.")
 evaluate_app = new_app("Offline evaluation of candidate models.")
@@ -32,11 +33,25 @@ def monitor_report(
     window_hours: Annotated[float, typer.Option(envvar="PRICESTREAM_WINDOW_HOURS", min=0.1)] = 24.0,
     stale_minutes: Annotated[float, typer.Option(envvar="PRICESTREAM_STALE_MINUTES", min=0.1)] = 60.0,
 ) -> None:
-    """HTML dashboard: coverage, drift vs a snapshot, flip rate, tier shares, latency, rollout weights."""
+    """HTML dashboard: coverage, drift vs a snapshot, flip rate, tier shares, latency, rollout weights.
+
+    Without ``--audit``, the report is of the running system: this state dir's own deployment, or the
+    one ``pricestream demo`` started from here (its audit log, topics, rollout and drift reference),
+    whichever wrote its audit log last.
+    """
     from pricestream.commands import monitoring as mon
+    from pricestream.deployment import latest_deployment
     from routing.delivery import StateStore
 
     s = settings()
+    if audit_log is None:
+        try:
+            s, recorded_reference = latest_deployment(s)
+        except ValueError as exc:
+            fail(str(exc))
+        reference = reference or recorded_reference
+        if s.state_dir != settings().state_dir:
+            err.print(f"reporting the deployment at {s.state_dir} (topics {s.topic_prefix or '(no prefix)'}*)")
     log = audit_log or s.audit()
     if not log.exists():
         fail(f"no audit log at {log}; serve some decisions first (pricestream serve / demo) or give --audit")
@@ -46,12 +61,12 @@ def monitor_report(
         fail(f"audit log {log} holds no decisions")
     now = decided["time"].max().to_pydatetime()
     with err.status("collecting features"):
-        feats, source = _report_features(decisions, decided, now)
-    drift = _drift(reference, feats, now)
+        feats, source = _report_features(s, decisions, decided, now)
+    drift = _drift(s, reference, feats, now)
     state = StateStore(s.rollout()).load()
     target = out_file or s.reports_dir / "monitor.html"
     with err.status(f"drawing {target}"):
-        ref = None if reference is None else _reference(reference)
+        ref = None if reference is None else _reference(s, reference)
         path = mon.write_run_dashboard(
             target, decided=decided, features=feats, reference=ref,
             rollout_history=state.history if state else (), window=timedelta(hours=window_hours),
@@ -143,11 +158,11 @@ def monitor_stream(
     out.print(f"dashboard: {path}")
 
 
-def _report_features(decisions: Path | None, decided: pd.DataFrame, now: datetime) -> tuple[pd.DataFrame, str]:
+def _report_features(s: Settings, decisions: Path | None, decided: pd.DataFrame, now: datetime
+                     ) -> tuple[pd.DataFrame, str]:
     """The features decisions read: a --decisions file, else the live decisions topic, else the offline store."""
     from pricestream.commands import monitoring as mon
 
-    s = settings()
     if decisions is not None:
         return mon.decision_features(decisions), str(decisions)
     topic = s.kafka().topic("pricing.decisions")
@@ -161,19 +176,19 @@ def _report_features(decisions: Path | None, decided: pd.DataFrame, now: datetim
     return mon.offline_features(s.offline(), decided, until=now), "the offline store"
 
 
-def _reference(snapshot_id: str) -> pd.DataFrame:
+def _reference(s: Settings, snapshot_id: str) -> pd.DataFrame:
     from features.snapshots import load_snapshot
 
-    return load_snapshot(settings().snapshots(), snapshot_id)
+    return load_snapshot(s.snapshots(), snapshot_id)
 
 
-def _drift(reference: str | None, feats: pd.DataFrame, now: datetime) -> list:
+def _drift(s: Settings, reference: str | None, feats: pd.DataFrame, now: datetime) -> list:
     if reference is None:
         err.print("no --reference snapshot: the drift section stays empty")
         return []
     from pricestream.commands import monitoring as mon
 
-    return mon.drift_history(_reference(reference), feats, at=now)
+    return mon.drift_history(_reference(s, reference), feats, at=now)
 
 
 @evaluate_app.command("offpolicy")

@@ -62,6 +62,8 @@ class Options:
     tier: str
     train_every: int
     reference: str | None
+    sampler_c: float = 1.0
+    sampler_floor: float = 0.01
 
 
 def _group(s: Settings, default: str) -> str:
@@ -105,7 +107,7 @@ def _sampler(o: Options, stop: threading.Event) -> Any:
     config = svc.SamplerServiceConfig(
         kafka=s.kafka(), checkpoint_dir=s.service_dir("sampler"), registry_root=s.registry(),
         online_model_path=s.service_dir("trainer") / "online.pkl", strategy=o.strategy,  # type: ignore[arg-type]
-        sampler=SamplerConfig(seed=s.seed),
+        sampler=SamplerConfig(c=o.sampler_c, floor=o.sampler_floor, seed=s.seed),
         group_id=_group(s, "feedback-sampler"), transactional_id=_group(s, f"feedback-sampler-{s.service_instance}"),
     )
     return svc.run(config, stop_event=stop, runtime=svc.runtime_config(config, **o.runtime))
@@ -210,6 +212,12 @@ def services_run(
         envvar="PRICESTREAM_TRAINER_TRAIN_EVERY", min=1, help="trainer: examples per guarded update")] = 1000,
     reference: Annotated[str | None, typer.Option(
         envvar="PRICESTREAM_REFERENCE", help="monitor: snapshot id of the drift reference")] = None,
+    sampler_c: Annotated[float, typer.Option(
+        envvar="PRICESTREAM_SAMPLER_C",
+        help="sampler: selection probability q = min(1, c x informativeness)")] = 1.0,
+    sampler_floor: Annotated[float, typer.Option(
+        envvar="PRICESTREAM_SAMPLER_FLOOR",
+        help="sampler: lowest selection probability (every label stays selectable)")] = 0.01,
 ) -> None:
     """Run one stream service until SIGTERM / Ctrl-C (or ``--max-idle``); prints a JSON summary on exit."""
     from events.admin import create_topics
@@ -218,6 +226,10 @@ def services_run(
         fail(f"NAME: got {name!r}, expected one of {list(SERVICES)}")
     if strategy not in ("committee", "uncertainty", "margin", "fisher", "random"):
         fail(f"--strategy: got {strategy!r}, expected one of committee, uncertainty, margin, fisher, random")
+    if not sampler_c > 0:
+        fail(f"--sampler-c: got {sampler_c}, expected a number > 0")
+    if not 0 < sampler_floor <= 1:
+        fail(f"--sampler-floor: got {sampler_floor}, expected a number in (0, 1]")
     if tier not in ("light", "heavy"):
         fail(f"--tier: got {tier!r}, expected light or heavy")
     s = settings()
@@ -232,7 +244,8 @@ def services_run(
     if batch is not None:
         runtime["max_batch"] = batch
     create_topics(s.kafka())
-    options = Options(s, runtime, timedelta(hours=horizon_hours), strategy, tier, train_every, reference)
+    options = Options(s, runtime, timedelta(hours=horizon_hours), strategy, tier, train_every, reference,
+                      sampler_c, sampler_floor)
     with stoppable(runtime["grace_s"]) as stop:
         stats = RUNNERS[name](options, stop)
     out.print(_summary(name, stats), soft_wrap=True, highlight=False, markup=False)
