@@ -12,7 +12,14 @@ not trained on) only when two independent signals agree:
    ``k_rate``), falling back to the global history and then to the model's mean
    probability when the segment is new.
 
-Requiring both keeps an honest regime change (labels move, the model was
+3. **feature shift** (alone enough): some numeric column's weighted mean moved more than
+   ``max_feature_shift`` reference standard deviations from the accepted history (or, before
+   any history, from a reference frame such as the training snapshot, :meth:`PoisonGuard.seed_features`).
+   A standardised mean difference, not a z-score, so the bound does not tighten with batch size:
+   an honest day moves a feature's mean by a fraction of its spread; injected rows from
+   another distribution move it by several.
+
+Requiring both label signals keeps an honest regime change (labels move, the model was
 already wrong the same way before; or the model degrades while labels look
 normal) from being thrown away, while a label-flipped batch trips both. Rows
 carry importance weights (``weight`` column) when they come from an active
@@ -67,6 +74,9 @@ class PoisonConfig(BaseModel):
     label_column: str = "booked"
     segment_column: str | None = "hotel_id"
     weight_column: str = "weight"
+    max_feature_shift: float = Field(default=2.0, gt=0.0, description="bound on a feature's mean shift, in sds")
+    min_feature_rows: float = Field(default=100.0, gt=0.0, description="reference rows before the shift counts")
+    ignore_columns: tuple[str, ...] = ("event_time", "decision_id", "stay_date")
 
 
 @dataclass(frozen=True)
@@ -94,6 +104,7 @@ class PoisonGuard:
         self._segments: dict[str, list[float]] = {}  # segment -> [weighted positives, weighted rows]
         self._n_accepted = 0
         self._n_quarantined = 0
+        self._features: dict[str, list[float]] = {}  # column -> [weight sum, weighted mean, weighted M2]
 
     @property
     def n_accepted(self) -> int:
@@ -110,6 +121,7 @@ class PoisonGuard:
             "segments": {k: list(v) for k, v in self._segments.items()},
             "n_accepted": self._n_accepted,
             "n_quarantined": self._n_quarantined,
+            "features": {k: list(v) for k, v in self._feature_refs().items()},
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -118,6 +130,19 @@ class PoisonGuard:
         self._segments = {str(k): [float(v[0]), float(v[1])] for k, v in state["segments"].items()}
         self._n_accepted = int(state["n_accepted"])
         self._n_quarantined = int(state["n_quarantined"])
+        self._features = {str(k): [float(x) for x in v] for k, v in state.get("features", {}).items()}
+
+    def _feature_refs(self) -> dict[str, list[float]]:
+        if not hasattr(self, "_features"):  # a guard pickled before the feature signal existed
+            self._features = {}
+        return self._features
+
+    def seed_features(self, reference: pd.DataFrame) -> bool:
+        """Use ``reference`` (e.g. the training snapshot) as the feature history while none exists; True if used."""
+        if self._feature_refs():
+            return False
+        self._learn_features(reference, np.ones(len(reference)))
+        return True
 
     def check(self, batch: pd.DataFrame, current_model_probs: Any, *, batch_id: str | None = None) -> Verdict:
         """Accept the batch (and learn it into history) or quarantine it.
@@ -128,8 +153,15 @@ class PoisonGuard:
         y, p, w = self._arrays(batch, current_model_probs)
         loss_z, loss_stats = self._loss_z(y, p, w)
         rate_z, rate_stats = self._rate_z(batch, y, p, w)
-        stats: dict[str, Any] = {"n_rows": len(y), "loss_z": loss_z, "rate_z": rate_z, **loss_stats, **rate_stats}
+        shift, shift_column = self._feature_shift(batch, w)
+        stats: dict[str, Any] = {"n_rows": len(y), "loss_z": loss_z, "rate_z": rate_z, **loss_stats, **rate_stats,
+                                 "feature_shift": shift, "feature_shift_column": shift_column}
         cfg = self.config
+        if shift > cfg.max_feature_shift:
+            reason = (f"quarantined: feature {shift_column!r} mean moved {shift:.1f} reference sds, "
+                      f"expected at most {cfg.max_feature_shift}")
+            self._n_quarantined += 1
+            return Verdict(False, reason, stats, self._quarantine(batch, reason, stats, batch_id))
         if loss_z > cfg.k_loss and rate_z > cfg.k_rate:
             reason = (
                 f"quarantined: batch log-loss z={loss_z:.1f} > {cfg.k_loss} and label rate z={rate_z:.1f} > "
@@ -139,6 +171,7 @@ class PoisonGuard:
             path = self._quarantine(batch, reason, stats, batch_id)
             return Verdict(False, reason, stats, path)
         self._learn(batch, y, w, stats["logloss"])
+        self._learn_features(batch, w)
         reason = "accepted"
         if loss_z > cfg.k_loss or rate_z > cfg.k_rate:
             reason = f"accepted: only one signal is unusual (loss z={loss_z:.1f}, rate z={rate_z:.1f})"
@@ -202,6 +235,47 @@ class PoisonGuard:
         if col is None or col not in batch.columns:
             return np.full(len(batch), "all", dtype=object)
         return batch[col].astype(str).to_numpy(dtype=object)
+
+    def _numeric(self, batch: pd.DataFrame) -> list[str]:
+        cfg = self.config
+        skip = {cfg.label_column, cfg.weight_column, cfg.segment_column, *cfg.ignore_columns}
+        types = pd.api.types
+        return [str(c) for c in batch.columns
+                if c not in skip and types.is_numeric_dtype(batch[c]) and not types.is_bool_dtype(batch[c])]
+
+    def _feature_shift(self, batch: pd.DataFrame, w: np.ndarray) -> tuple[float, str]:
+        """Largest standardised mean difference of a numeric column against its reference (0 with none)."""
+        worst, column = 0.0, ""
+        for name, (n, mean, m2) in self._feature_refs().items():
+            if name not in batch.columns or n < self.config.min_feature_rows:
+                continue
+            values = batch[name].to_numpy(dtype=float)
+            ok = np.isfinite(values)
+            if w[ok].sum() <= 0:
+                continue
+            sd = math.sqrt(m2 / n) if m2 > 0 else 0.0
+            sd = max(sd, 1e-6 * max(1.0, abs(mean)))  # a constant reference column: any move is a shift
+            shift = abs(float(np.average(values[ok], weights=w[ok])) - mean) / sd
+            if shift > worst:
+                worst, column = shift, name
+        return worst, column
+
+    def _learn_features(self, frame: pd.DataFrame, w: np.ndarray) -> None:
+        """Merge the frame's weighted column moments into the reference (Chan et al.'s parallel update)."""
+        refs = self._feature_refs()
+        for name in self._numeric(frame):
+            values = frame[name].to_numpy(dtype=float)
+            ok = np.isfinite(values)
+            wb = w[ok]
+            if wb.sum() <= 0:
+                continue
+            nb = float(wb.sum())
+            mb = float(np.average(values[ok], weights=wb))
+            m2b = float(np.sum(wb * (values[ok] - mb) ** 2))
+            n, mean, m2 = refs.get(name, [0.0, 0.0, 0.0])
+            total = n + nb
+            delta = mb - mean
+            refs[name] = [total, mean + delta * nb / total, m2 + m2b + delta**2 * n * nb / total]
 
     # ------------------------------------------------------------------ outcomes
     def _learn(self, batch: pd.DataFrame, y: np.ndarray, w: np.ndarray, loss: float) -> None:

@@ -6,7 +6,8 @@ buffered. Every ``train_every`` buffered examples (or on :meth:`TrainerService.t
 the buffer (one row per decision, its latest revision) goes through:
 
 1. the :class:`~feedback.poisoning.PoisonGuard`, scored by the tier's current
-   registered model; a quarantined batch is never trained on;
+   registered model (labels) and against the snapshot's and accepted batches' feature
+   distribution; a quarantined batch is never trained on;
 2. :func:`feedback.continued.guarded_update` against the newest snapshot frame
    (a DataFrame, or a callable that loads one), which keeps the update only if
    it is not worse on the snapshot's newest rows;
@@ -225,6 +226,7 @@ class TrainerService(Step[TrainingExample]):
             return UpdateOutcome(False, "skipped", why, len(rows))
         batch = latest_per_decision(pd.DataFrame(rows))
         snapshot = self._snapshot() if callable(self._snapshot) else self._snapshot
+        self.guard.seed_features(snapshot.frame)  # before any accepted batch, the snapshot is the feature reference
         members, meta = load_boosters(current.path)
         batch = batch.reindex(columns=list(dict.fromkeys([*meta["columns"], *batch.columns])))
         probs = predict(members, frame_matrix(batch, meta["columns"]))

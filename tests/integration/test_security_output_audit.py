@@ -73,7 +73,8 @@ def _serving(light: Any, tmp_path: Path, action: str) -> tuple[TestClient, Score
     source.put("h1", "std", STAY, values, version=1, event_time=T0)
     rules = RuleSet.from_yaml(RULES)
     incumbent = Scorer(ScorerConfig(stale_after_s=None, deadline_ms=60_000.0), rules=rules, feature_source=source,
-                       light=light, heavy=None, router=TieredRouter(thresholds=Thresholds(rules_below=0.0, heavy_above=1.0)))
+                       light=light, heavy=None,
+                       router=TieredRouter(thresholds=Thresholds(rules_below=0.0, heavy_above=1.0)))
     log = AuditLog(tmp_path / "audit.jsonl", key="output-audit-test")
     rollout = RolloutScorer(incumbent, config=DeliveryConfig(state_path=tmp_path / "rollout.json"), audit=log)
     rollout.output_audit = OutputAudit(OutputAuditConfig(max_move=0.5, action=action),  # type: ignore[arg-type]
