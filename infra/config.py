@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,6 +36,12 @@ class StackConfig(BaseModel):
     java_home: Path | None = None
     mvn: str = "mvn"
     ready_timeout_s: float = Field(default=90.0, gt=0)
+    secure: bool = False
+    """Start Redis with ACL users per role (``default`` off) instead of an open server."""
+    feature_project: str = "pricestream"
+    """Feast project: feature keys end with it, and the Redis roles' key pattern is ``*<project>``."""
+    redis_passwords: dict[str, SecretStr] = Field(default_factory=dict)
+    """Passwords of the Redis roles (``admin``, ``scorer``, ``writer``) for a secure stack."""
 
     @property
     def kafka_bootstrap(self) -> str:

@@ -1,8 +1,32 @@
-"""A local ``redis-server`` with AOF on, data in the state directory."""
+"""A local ``redis-server`` with AOF on, data in the state directory.
+
+A secure stack (``StackConfig.secure``, ``pricestream up --secure``) starts it with an ACL
+file of one user per role and the ``default`` user off, passwords stored as sha256 (``#<hex>``):
+
+* ``admin``: everything (start-up checks, operators);
+* ``scorer``: reads feature hashes only (``HGET``/``HMGET``/``HGETALL``/``EXISTS`` on keys
+  matching ``*<project>``); no write, no ``FLUSHALL``, no ``CONFIG``;
+* ``writer``: the online writer: hash reads and writes and the compare-and-set / tile Lua
+  scripts (``EVALSHA``/``EVAL``/``SCRIPT LOAD``) on the same key pattern, nothing else.
+
+Example:
+    >>> from pathlib import Path
+    >>> from pydantic import SecretStr
+    >>> cfg = StackConfig(state_dir=Path("/tmp/ps"), secure=True,
+    ...                   redis_passwords={r: SecretStr(r + "-pw") for r in ROLES})
+    >>> lines = acl_lines(cfg)
+    >>> lines[0], lines[2].split()[:3]
+    ('user default off', ['user', 'scorer', 'on'])
+    >>> "scorer-pw" in "\\n".join(lines)
+    False
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import time
+from urllib.parse import quote
 
 import redis
 
@@ -13,11 +37,65 @@ from infra.prereqs import require
 
 SERVICE = "redis"
 
+ROLES = ("admin", "scorer", "writer")
+"""Redis users of a secure stack."""
+
+_CONNECT = "+auth +hello +ping +select +echo +quit +reset +client|setname +client|getname"
+"""What every role may do on a connection (not ``CLIENT KILL`` or ``CLIENT LIST``: no ``@connection``)."""
+
+_ROLE_RULES = {
+    "admin": "~* &* +@all",
+    "scorer": f"resetchannels -@all {_CONNECT} +hget +hmget +hgetall +exists",
+    "writer": f"resetchannels -@all {_CONNECT} +hget +hmget +hgetall +exists +hset +hdel +evalsha +eval "
+              "+script|load +script|exists",
+}
+
+
+def _password(config: StackConfig, role: str) -> str:
+    secret = config.redis_passwords.get(role)
+    if secret is None or not secret.get_secret_value():
+        msg = (f"redis_passwords[{role!r}]: got no password, expected one for a secure stack "
+               f"(PRICESTREAM_REDIS_{role.upper()}_PASSWORD)")
+        raise StartError(msg)
+    return secret.get_secret_value()
+
+
+def acl_lines(config: StackConfig) -> list[str]:
+    """The ACL file of a secure stack: ``default`` off, one user per role, passwords as sha256."""
+    pattern = f"~*{config.feature_project}"
+    lines = ["user default off"]
+    for role in ROLES:
+        digest = hashlib.sha256(_password(config, role).encode("utf-8")).hexdigest()
+        keys = "" if role == "admin" else f" {pattern}"
+        lines.append(f"user {role} on #{digest}{keys} {_ROLE_RULES[role]}")
+    return lines
+
+
+def role_url(config: StackConfig, role: str) -> str:
+    """``redis://<role>:<password>@host:port/0`` (a secret: never log it); the plain URL when not secure."""
+    if not config.secure:
+        return config.redis_url
+    user, password = quote(role, safe=""), quote(_password(config, role), safe="")
+    return f"redis://{user}:{password}@{config.host}:{config.redis_port}/0"
+
+
+def _write_acl(config: StackConfig) -> str:
+    path = config.state_dir / SERVICE / "users.acl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write("\n".join(acl_lines(config)) + "\n")
+    return str(path)
+
 
 def start(config: StackConfig) -> int:
     """Start redis-server if not running; return its pid once it answers PING."""
     pid = processes.read_pid(config.pid_file(SERVICE))
     if pid is not None:
+        if config.secure and not (config.state_dir / SERVICE / "users.acl").exists():
+            msg = (f"redis (pid {pid}, port {config.redis_port}): running without ACL users, expected a secure "
+                   "server; run `pricestream down` first, then `pricestream up --secure`")
+            raise StartError(msg)
         return pid
     binary = require("redis-server", "Redis (apt-get install redis-server)")
     data = config.state_dir / SERVICE
@@ -27,6 +105,8 @@ def start(config: StackConfig) -> int:
         "--appendonly", "yes", "--appendfsync", "everysec", "--daemonize", "no",
         "--save", "", "--protected-mode", "yes", "--logfile", "",
     ]
+    if config.secure:
+        argv += ["--aclfile", _write_acl(config)]
     pid = processes.spawn(
         argv, pid_file=config.pid_file(SERVICE), log_file=config.log_file(SERVICE), cwd=config.state_dir / SERVICE
     )
@@ -50,7 +130,7 @@ def wait_ready(config: StackConfig) -> None:
         if processes.read_pid(config.pid_file(SERVICE)) is None:
             msg = f"redis-server exited during start-up:\n{processes.tail(config.log_file(SERVICE))}"
             raise StartError(msg)
-        if ready(config.redis_url):
+        if ready(role_url(config, "admin")):
             return
         time.sleep(0.1)
     msg = f"redis not ready after {config.ready_timeout_s}s:\n{processes.tail(config.log_file(SERVICE))}"

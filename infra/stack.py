@@ -45,5 +45,6 @@ def status(config: StackConfig) -> list[ServiceStatus]:
     rpid = processes.read_pid(config.pid_file("redis"))
     return [
         ServiceStatus("kafka", kpid, kpid is not None and kafka.ready(config.kafka_bootstrap), config.kafka_bootstrap),
-        ServiceStatus("redis", rpid, rpid is not None and redis_server.ready(config.redis_url), config.redis_url),
+        ServiceStatus("redis", rpid, rpid is not None and redis_server.ready(redis_server.role_url(config, "admin")),
+                      config.redis_url),
     ]

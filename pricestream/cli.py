@@ -72,11 +72,15 @@ def up(
     with_: Annotated[
         list[str] | None, typer.Option("--with", envvar="PRICESTREAM_WITH", help="extra services: druid, flink")
     ] = None,
+    secure: Annotated[bool, typer.Option("--secure", envvar="PRICESTREAM_SECURE",
+                                         help="Redis with ACL users per role (passwords from settings)")] = False,
 ) -> None:
     """Start the local stack (Kafka, Redis; optionally Druid, Flink). Idempotent."""
     from infra import stack
 
     config = settings().stack()
+    if secure:
+        config = config.model_copy(update={"secure": True})
     extras = set(with_ or [])
     unknown = extras - {"druid", "flink"}
     if unknown:

@@ -43,6 +43,14 @@ class Settings(BaseSettings):
     kafka_heap: str = "768m"
     redis_url: str | None = None
     redis_port: int = 6379
+    secure: bool = False
+    """``pricestream up --secure``: Redis with ACL users per role (``default`` off)."""
+    redis_admin_password: SecretStr | None = None
+    """Password of the secure stack's Redis ``admin`` user."""
+    redis_scorer_password: SecretStr | None = None
+    """Password of the secure stack's Redis ``scorer`` user (reads feature hashes only)."""
+    redis_writer_password: SecretStr | None = None
+    """Password of the secure stack's Redis ``writer`` user (feature hashes and the CAS / tile scripts)."""
     flink_rest_port: int = 8081
     topic_prefix: str = ""
     feature_repo: Path = REPO_ROOT / "features" / "repo"
@@ -130,6 +138,11 @@ class Settings(BaseSettings):
             kafka_heap=self.kafka_heap,
             redis_port=self.redis_port,
             flink_rest_port=self.flink_rest_port,
+            secure=self.secure,
+            feature_project=self.feast_project,
+            redis_passwords={role: secret for role, secret in (("admin", self.redis_admin_password),
+                             ("scorer", self.redis_scorer_password), ("writer", self.redis_writer_password))
+                             if secret is not None},
         )
 
     def kafka(self) -> KafkaConfig:
