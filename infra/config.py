@@ -42,6 +42,8 @@ class StackConfig(BaseModel):
     """Feast project: feature keys end with it, and the Redis roles' key pattern is ``*<project>``."""
     redis_passwords: dict[str, SecretStr] = Field(default_factory=dict)
     """Passwords of the Redis roles (``admin``, ``scorer``, ``writer``) for a secure stack."""
+    kafka_passwords: dict[str, SecretStr] = Field(default_factory=dict)
+    """SCRAM passwords of the Kafka principals (``admin``, ``producer``, ``scorer``, ``trainer``), secure stack."""
 
     @property
     def kafka_bootstrap(self) -> str:

@@ -1,4 +1,8 @@
-"""One Apache Kafka 4.x node in KRaft mode (combined broker and controller)."""
+"""One Apache Kafka 4.x node in KRaft mode (combined broker and controller).
+
+A secure stack (``StackConfig.secure``) listens with SASL/SCRAM-SHA-512 and the
+``StandardAuthorizer``, with per-service principals and ACLs (:mod:`infra.kafka_security`).
+"""
 
 from __future__ import annotations
 
@@ -7,11 +11,12 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from infra import processes
+from infra import kafka_security, processes
 from infra.config import StackConfig
 from infra.errors import StartError
 from infra.jars import resolve
@@ -43,11 +48,7 @@ def _properties(config: StackConfig, data_dir: Path) -> str:
             "process.roles=broker,controller",
             "node.id=1",
             f"controller.quorum.bootstrap.servers={host}:{config.kafka_controller_port}",
-            f"listeners=PLAINTEXT://{host}:{config.kafka_port},CONTROLLER://{host}:{config.kafka_controller_port}",
-            f"advertised.listeners=PLAINTEXT://{host}:{config.kafka_port}",
-            "controller.listener.names=CONTROLLER",
-            "inter.broker.listener.name=PLAINTEXT",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            *kafka_security.listener_properties(config),
             f"log.dirs={data_dir}",
             "num.partitions=3",
             "offsets.topic.replication.factor=1",
@@ -77,13 +78,15 @@ def _prepare(config: StackConfig) -> tuple[Path, Path]:
     data = state / "data"
     state.mkdir(parents=True, exist_ok=True)
     props = state / "server.properties"
+    props.touch(mode=0o600)  # a secure broker's JAAS lines hold the admin password
+    props.chmod(0o600)
     props.write_text(_properties(config, data))
     (state / "log4j2.properties").write_text(_LOG4J2.format(log=state / "server.log"))
     if not (data / "meta.properties").exists():
         jars = resolve(config, "kafka")
         argv = [
             java(config.java_home), "-cp", f"{jars}/*", "kafka.tools.StorageTool", "format",
-            "-t", _cluster_id(state), "-c", str(props), "--standalone",
+            "-t", _cluster_id(state), "-c", str(props), "--standalone", *kafka_security.scram_format_args(config),
         ]
         done = subprocess.run(argv, capture_output=True, text=True, check=False)  # noqa: S603
         if done.returncode != 0:
@@ -97,7 +100,14 @@ def start(config: StackConfig) -> int:
     pid = processes.read_pid(config.pid_file(SERVICE))
     if pid is not None:
         return pid
+    data = config.state_dir / SERVICE / "data"
+    if config.secure and (data / "meta.properties").exists() and not (data.parent / "secure").exists():
+        msg = (f"kafka state {data}: formatted without SCRAM credentials, expected a secure broker; "
+               "start a secure stack in another PRICESTREAM_STATE_DIR")
+        raise StartError(msg)
     state, props = _prepare(config)
+    if config.secure:
+        (state / "secure").touch()
     jars = resolve(config, "kafka")
     argv = [
         java(config.java_home), f"-Xmx{config.kafka_heap}", f"-Xms{config.kafka_heap}",
@@ -110,13 +120,16 @@ def start(config: StackConfig) -> int:
         argv, pid_file=config.pid_file(SERVICE), log_file=config.log_file(SERVICE), cwd=config.state_dir / SERVICE
     )
     wait_ready(config)
+    if config.secure:
+        kafka_security.apply_acls(config)
     return pid
 
 
-def ready(bootstrap: str, timeout_s: float = 2.0) -> bool:
-    """True if an AdminClient sees at least one broker."""
+def ready(bootstrap: str, timeout_s: float = 2.0, *, client: dict[str, Any] | None = None) -> bool:
+    """True if an AdminClient (with ``client`` settings, e.g. SASL) sees at least one broker."""
     # log_level 0: while the broker boots, librdkafka would print a refused connection every 50 ms.
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 1000, "log_level": 0})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 1000, "log_level": 0,
+                         **(client or {})})
     try:
         meta = admin.list_topics(timeout=timeout_s)
     except KafkaException:
@@ -124,7 +137,7 @@ def ready(bootstrap: str, timeout_s: float = 2.0) -> bool:
     return bool(meta.brokers)
 
 
-def coordinator_ready(bootstrap: str, timeout_s: float = 5.0) -> bool:
+def coordinator_ready(bootstrap: str, timeout_s: float = 5.0, *, client: dict[str, Any] | None = None) -> bool:
     """True once the group coordinator answers an offset fetch.
 
     A broker lists itself in metadata seconds before it has loaded ``__consumer_offsets``;
@@ -132,7 +145,8 @@ def coordinator_ready(bootstrap: str, timeout_s: float = 5.0) -> bool:
     partitions then never starts fetching.
     """
     probe = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": _PROBE_GROUP, "enable.auto.commit": False, "log_level": 0}
+        {"bootstrap.servers": bootstrap, "group.id": _PROBE_GROUP, "enable.auto.commit": False, "log_level": 0,
+         **(client or {})}
     )
     try:
         probe.committed([TopicPartition(_PROBE_GROUP, 0)], timeout=timeout_s)
@@ -154,7 +168,8 @@ def wait_ready(config: StackConfig) -> None:
         if processes.read_pid(config.pid_file(SERVICE)) is None:
             msg = f"kafka exited during start-up:\n{processes.tail(config.log_file(SERVICE))}"
             raise StartError(msg)
-        if ready(config.kafka_bootstrap) and coordinator_ready(config.kafka_bootstrap):
+        client = kafka_security.client_config(config, "admin")
+        if ready(config.kafka_bootstrap, client=client) and coordinator_ready(config.kafka_bootstrap, client=client):
             return
         time.sleep(0.5)
     msg = f"kafka not ready after {config.ready_timeout_s}s:\n{processes.tail(config.log_file(SERVICE))}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infra import kafka, processes, redis_server
+from infra import kafka, kafka_security, processes, redis_server
 from infra.config import StackConfig
 from infra.jars import resolve_all
 
@@ -44,7 +44,8 @@ def status(config: StackConfig) -> list[ServiceStatus]:
     kpid = processes.read_pid(config.pid_file("kafka"))
     rpid = processes.read_pid(config.pid_file("redis"))
     return [
-        ServiceStatus("kafka", kpid, kpid is not None and kafka.ready(config.kafka_bootstrap), config.kafka_bootstrap),
+        ServiceStatus("kafka", kpid, kpid is not None and kafka.ready(
+            config.kafka_bootstrap, client=kafka_security.client_config(config, "admin")), config.kafka_bootstrap),
         ServiceStatus("redis", rpid, rpid is not None and redis_server.ready(redis_server.role_url(config, "admin")),
                       config.redis_url),
     ]

@@ -73,7 +73,7 @@ def up(
         list[str] | None, typer.Option("--with", envvar="PRICESTREAM_WITH", help="extra services: druid, flink")
     ] = None,
     secure: Annotated[bool, typer.Option("--secure", envvar="PRICESTREAM_SECURE",
-                                         help="Redis with ACL users per role (passwords from settings)")] = False,
+                                         help="Kafka SASL/SCRAM + ACLs per service, Redis ACL users per role")] = False,
 ) -> None:
     """Start the local stack (Kafka, Redis; optionally Druid, Flink). Idempotent."""
     from infra import stack

@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     """Password of the secure stack's Redis ``scorer`` user (reads feature hashes only)."""
     redis_writer_password: SecretStr | None = None
     """Password of the secure stack's Redis ``writer`` user (feature hashes and the CAS / tile scripts)."""
+    kafka_passwords: dict[str, SecretStr] = Field(default_factory=dict)
+    """SCRAM passwords of a secure stack's Kafka principals, JSON: ``{"admin": ..., "scorer": ...}``."""
     flink_rest_port: int = 8081
     topic_prefix: str = ""
     feature_repo: Path = REPO_ROOT / "features" / "repo"
@@ -143,7 +145,14 @@ class Settings(BaseSettings):
             redis_passwords={role: secret for role, secret in (("admin", self.redis_admin_password),
                              ("scorer", self.redis_scorer_password), ("writer", self.redis_writer_password))
                              if secret is not None},
+            kafka_passwords=self.kafka_passwords,
         )
+
+    def kafka_client(self, principal: str = "admin") -> dict[str, object]:
+        """librdkafka settings of a client acting as ``principal``: bootstrap, and SASL/SCRAM when secure."""
+        from infra.kafka_security import client_config
+
+        return client_config(self.stack(), principal) | {"bootstrap.servers": self.kafka().bootstrap_servers}
 
     def kafka(self) -> KafkaConfig:
         return KafkaConfig(
