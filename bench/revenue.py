@@ -136,10 +136,12 @@ def history(
     leads = (np.array([market.checkin_ts(int(o)) for o in ordinal]) - ts) / 86_400.0
     cancel_share = measure(market, n=3000, seed=seed)["cancel_rate"]
     rooms: list[int] = []
+    nights: list[int] = []
 
     def seen(event: object) -> None:
         if getattr(event, "event_type", "") == "booking":
             rooms.append(event.rooms)  # type: ignore[attr-defined]
+            nights.append(event.nights)  # type: ignore[attr-defined]
 
     run(market, static_policy(market), start=start - timedelta(days=1), days=1, seed=seed, on_event=seen)
     horizon = market.config.horizon_days
@@ -147,7 +149,7 @@ def history(
     per_booking = max(float(np.mean(rooms)) if rooms else 1.0, 1.0)
     return BidPriceConfig(curve=curve.cumulative, horizon_days=horizon, rooms_per_booking=per_booking,
                           cancel_share=min(cancel_share, 0.9), method=method,
-                          beyond_trained=beyond)
+                          beyond_trained=beyond, nights_per_booking=max(float(np.mean(nights)) if nights else 1.0, 1.0))
 
 
 def scorer(market: Market, *, source: AtRequestTime, bundles: tuple[Path, Path] | None,
@@ -194,8 +196,8 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
     with tempfile.TemporaryDirectory(prefix="bench-revenue-") as tmp:
         bundles = train(market, start=start, rows=args.rows, seed=args.market_seed, work=Path(tmp))
         capacity = history(market, start, seed=10_000, method=args.bid_method, beyond=args.beyond_trained)
-        say(f"{name}: models trained; warm-up history: {capacity.rooms_per_booking:.2f} rooms per booking, "
-            f"cancel share {capacity.cancel_share:.2f}")
+        say(f"{name}: models trained; warm-up history: {capacity.rooms_per_booking:.2f} rooms and "
+            f"{capacity.nights_per_booking:.2f} nights per booking, cancel share {capacity.cancel_share:.2f}")
         names = POLICIES + (("explore",) if args.explore else ()) + (("no_bid_price",) if args.no_bid_price else ())
         names = tuple(n for n in names if not args.policies or n in args.policies or n == "dp")
         results: dict[str, list[Outcome]] = {p: [] for p in names}
@@ -256,12 +258,13 @@ def plot(all_ratios: dict[str, dict[str, tuple[float, float, float]]], path: Pat
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
     width = 0.8 / max(len(all_ratios), 1)
+    shown = [p for p in POLICIES if all(p in r for r in all_ratios.values())]
     for i, (name, ratios) in enumerate(all_ratios.items()):
-        x = np.arange(len(POLICIES)) + i * width
-        mean = np.array([ratios[p][0] for p in POLICIES])
-        err = np.array([[ratios[p][0] - ratios[p][1], ratios[p][2] - ratios[p][0]] for p in POLICIES]).T
+        x = np.arange(len(shown)) + i * width
+        mean = np.array([ratios[p][0] for p in shown])
+        err = np.array([[ratios[p][0] - ratios[p][1], ratios[p][2] - ratios[p][0]] for p in shown]).T
         ax.bar(x, mean, width, yerr=np.nan_to_num(err), capsize=3, label=name)
-    ax.set_xticks(np.arange(len(POLICIES)) + width * (len(all_ratios) - 1) / 2, POLICIES)
+    ax.set_xticks(np.arange(len(shown)) + width * (len(all_ratios) - 1) / 2, shown)
     ax.set_ylabel("revenue / DP oracle (95% interval over seeds)")
     ax.set_ylim(0.6, 1.05)
     ax.axhline(1.0, color="grey", lw=0.8)
@@ -298,6 +301,8 @@ def main(argv: list[str] | None = None) -> None:
     for name in args.presets:
         results = bench_preset(name, args, say)
         all_ratios[name] = report(name, results)
+        if not {"pricestream", "static", "rules"} <= set(results):
+            continue
         ours = results["pricestream"]
         gains = [o.revenue / s.revenue - 1.0 for o, s in zip(ours, results["static"], strict=True)]
         over_rules = [o.revenue / s.revenue - 1.0 for o, s in zip(ours, results["rules"], strict=True)]

@@ -77,6 +77,15 @@ class BidPriceConfig(BaseModel):
             the last room when the rest is sold at the best single price to Poisson demand).
         beyond_trained: when the bid reaches the top of the model's trained price range, search up to
             the rules' ceiling (the model extrapolates flat there, so this trusts the bid over the model).
+        nights_per_booking: mean nights a booking pays for. A booking takes a room of its check-in night
+            and pays ``price x nights``: the bid is per room-night at this mean stay, and a request for
+            ``n`` nights is priced against ``bid x nights_per_booking / n`` per night (a long stay pays
+            more for the same room).
+        extrapolate: search the rules' whole band, with the demand past the model's trained price range
+            continued as a logit in log price from the range's edge, its slope the model's own over the
+            upper half of the range (clipped to ``slope_range``): monotone in price, and
+            ``P(book) x price`` falls far out, unlike a tree's flat extrapolation.
+        slope_range: bounds of that slope (``-d logit P / d log price``); above 1 so revenue has a maximum.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -89,6 +98,17 @@ class BidPriceConfig(BaseModel):
     cancel_share: float = Field(default=0.15, ge=0.0, lt=1.0)
     method: Literal["fluid", "stochastic"] = "fluid"
     beyond_trained: bool = False
+    nights_per_booking: float = Field(default=1.0, ge=1.0, le=60.0, allow_inf_nan=False)
+    extrapolate: bool = True
+    slope_range: tuple[float, float] = (1.5, 8.0)
+
+    @field_validator("slope_range")
+    @classmethod
+    def _slopes(cls, value: tuple[float, float]) -> tuple[float, float]:
+        if not (1.0 < value[0] <= value[1] and math.isfinite(value[1])):
+            msg = f"slope_range {value}: expected (low, high) with 1 < low <= high, finite"
+            raise ValueError(msg)
+        return value
 
     @field_validator("curve")
     @classmethod
@@ -268,3 +288,38 @@ def stochastic_bid_price(prices: npt.ArrayLike, probs: npt.ArrayLike, fc: Demand
     e_min = np.cumsum(tails, axis=0)  # E[min(D, k + 1)]
     value = (p[None, :] * e_min).max(axis=1)
     return float(value[-1] - (value[-2] if x >= 2 else 0.0))
+
+
+def cost_per_night(bid: float, nights: int, config: BidPriceConfig) -> float:
+    """The opportunity cost per night of a request for ``nights`` nights (see ``nights_per_booking``).
+
+    Example:
+        >>> cost_per_night(100.0, 4, BidPriceConfig(nights_per_booking=2.0))
+        50.0
+    """
+    return bid * config.nights_per_booking / max(nights, 1)
+
+
+def logit_tail(
+    prices: npt.NDArray[np.float64], probs: npt.NDArray[np.float64], slope_range: tuple[float, float]
+) -> float:
+    """``-d logit P / d log price`` of a demand curve over its upper half, clipped to ``slope_range``.
+
+    ``prices`` ascending with ``probs`` (one per price): the slope of the least-squares line of
+    ``logit P`` on ``log price`` over the dearer half of the points, as the model's own price response
+    where it was trained; a flat curve gets the low bound.
+
+    Example:
+        >>> p = np.linspace(80.0, 200.0, 9)
+        >>> q = 1.0 / (1.0 + np.exp(3.0 * np.log(p / 120.0)))
+        >>> round(logit_tail(p, q, (1.5, 8.0)), 6)
+        3.0
+    """
+    half = len(prices) // 2
+    x = np.log(np.asarray(prices[half:], dtype=float))
+    q = np.clip(np.asarray(probs[half:], dtype=float), 1e-6, 1.0 - 1e-6)
+    y = np.log(q / (1.0 - q))
+    if len(x) < 2 or np.ptp(x) <= 0.0:
+        return slope_range[0]
+    slope = -float(np.polyfit(x, y, 1)[0])
+    return min(max(slope, slope_range[0]), slope_range[1]) if math.isfinite(slope) else slope_range[0]

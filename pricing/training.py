@@ -47,6 +47,7 @@ from pricing.models import (
     tree_count,
 )
 from pricing.onnx_runtime import to_onnx
+from pricing.price_response import PriceResponse, fit_price_response
 from pricing.vectorize import HEAVY_COLUMNS, LIGHT_COLUMNS, frame_matrix, input_columns, price_columns
 
 TierName = Literal["light", "heavy"]
@@ -204,7 +205,9 @@ def train_bundle(
         x, y, config=config, seed=seed, weight=w, init_models=init, on_progress=on_progress, decreasing=down
     )
     metrics.update({f"train_{k}": v for k, v in binary_metrics(y, predict_native(members, x).mean(axis=1)).items()})
-    return _write(Path(out_dir), members, tier=tier, columns=columns, metrics=metrics, parent=parent, x=x, seed=seed)
+    response = fit_price_response(frame) if {"price", "base_rate"} <= set(frame.columns) else None
+    return _write(Path(out_dir), members, tier=tier, columns=columns, metrics=metrics, parent=parent, x=x, seed=seed,
+                  response=response)
 
 
 def _write(
@@ -217,6 +220,7 @@ def _write(
     parent: str | None,
     x: np.ndarray,
     seed: int,
+    response: PriceResponse | None = None,
 ) -> BundleInfo:
     out.mkdir(parents=True, exist_ok=True)
     onnx_bytes = to_onnx(members, n_features=len(columns)).SerializeToString()
@@ -242,6 +246,7 @@ def _write(
         "seed": seed,
         "rows": int(len(x)),
         "created_at": datetime.now(tz=UTC).isoformat(),
+        "price_response": None if response is None else response.to_json(),
     }
     (out / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
     return BundleInfo(out, name, version, tier, columns, tree_count(members), sha, dict(metrics), parent)
