@@ -36,15 +36,15 @@ from __future__ import annotations
 import statistics
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from events.models import PricingDecision, PricingRequest
 
-Band = Callable[[PricingRequest], tuple[float, float]]
-"""The rules' ``(floor, ceiling)`` for a request."""
+Band = Callable[[PricingRequest, Mapping[str, float | None]], tuple[float, float]]
+"""The rules' ``(floor, ceiling)`` for a request and the features its decision read."""
 
 MODEL_TIERS = frozenset({"light", "heavy"})
 """Tiers whose prices are audited (a model decided them)."""
@@ -113,7 +113,7 @@ class OutputAudit:
             median = statistics.median(recent) if recent and len(recent) >= self.config.min_history else None
         price, reason = decision.price, None
         if decision.tier in MODEL_TIERS:
-            band = self._band(request) if self._band is not None and request is not None else None
+            band = self._band(request, decision.features) if self._band is not None and request is not None else None
             price, reason = self._bounded(decision.price, median, band)
         if reason is not None:
             action = self.config.action
@@ -155,8 +155,9 @@ class OutputAudit:
 def rules_band(rules: Any) -> Band:
     """The band of a :class:`~pricing.rules.RuleSet`: its ``floor`` and ``ceiling`` for a request."""
 
-    def band(request: PricingRequest) -> tuple[float, float]:
-        outcome = rules.evaluate(request, {})
+    def band(request: PricingRequest, features: Mapping[str, float | None]) -> tuple[float, float]:
+        # the same features as the decision: the band (max-change, last-rooms, parity rules) depends on them
+        outcome = rules.evaluate(request, features)
         return float(outcome.floor), float(outcome.ceiling)
 
     return band
