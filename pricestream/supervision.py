@@ -64,6 +64,9 @@ class Program:
     """Its ``/healthz`` (``None``: the feature job, which has no such endpoint)."""
     stops_by_signal: bool = False
     """SIGTERM ends it (the Flink job: its state is in its checkpoints), so "terminated by SIGTERM" is a clean stop."""
+    stop_as_group: bool = True
+    """SIGTERM goes to its whole process group. Not for the feature job: its JVM (a child in the same group)
+    would die before the Python side stops the job with a savepoint through it (exit 1, no savepoint)."""
 
 
 def executable() -> str:
@@ -75,7 +78,8 @@ def executable() -> str:
 def programs(s: Settings, *, exe: str | None = None, skip: frozenset[str] = frozenset()) -> list[Program]:
     """Every process of the pipeline, in start order (producers of a topic before its consumers)."""
     exe = exe or executable()
-    out: list[Program] = [Program("features", f"{exe} jobs run features", 10, stops_by_signal=True)]
+    out: list[Program] = [Program("features", f"{exe} jobs run features", 10, stops_by_signal=True,
+                                  stop_as_group=False)]
     for prio, name in ((20, "online-writer"), (20, "offline-writer")):
         out.append(_service(s, exe, name, prio))
     serve_url = f"http://{s.http_host}:{s.http_port}/healthz"
@@ -133,7 +137,8 @@ def write_config(root: Path, progs: list[Program], *, grace_s: float) -> Path:
         lines += [
             f"[program:{p.name}]", f"command={p.command.replace('%', '%%')}", f"priority={p.priority}",
             "autostart=true", "autorestart=unexpected", "exitcodes=0", "startsecs=3", "startretries=3",
-            "stopsignal=TERM", f"stopwaitsecs={int(grace_s + STOP_MARGIN_S)}", "stopasgroup=true", "killasgroup=true",
+            "stopsignal=TERM", f"stopwaitsecs={int(grace_s + STOP_MARGIN_S)}",
+            f"stopasgroup={'true' if p.stop_as_group else 'false'}", "killasgroup=true",
             f"stdout_logfile={esc['logs']}/{p.name}.out", f"stderr_logfile={esc['logs']}/{p.name}.err",
             "stdout_logfile_maxbytes=20MB", "stderr_logfile_maxbytes=20MB",
         ]

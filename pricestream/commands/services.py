@@ -64,6 +64,8 @@ class Options:
     reference: str | None
     sampler_c: float = 1.0
     sampler_floor: float = 0.01
+    guard_tolerance: float | None = None
+    max_feature_shift: float | None = None
 
 
 def _group(s: Settings, default: str) -> str:
@@ -114,13 +116,19 @@ def _sampler(o: Options, stop: threading.Event) -> Any:
 
 
 def _trainer(o: Options, stop: threading.Event) -> Any:
+    from feedback.continued import GuardConfig
     from feedback.services import trainer_service as svc
 
     s = o.settings
+    from feedback.poisoning import PoisonConfig
+
+    guard = GuardConfig() if o.guard_tolerance is None else GuardConfig(tolerance=o.guard_tolerance)
+    poison = PoisonConfig() if o.max_feature_shift is None else PoisonConfig(max_feature_shift=o.max_feature_shift)
     config = svc.TrainerServiceConfig(
         kafka=s.kafka(), state_dir=s.service_dir("trainer"), registry_root=s.registry(),
         tier=o.tier,  # type: ignore[arg-type]
         train_every=o.train_every, auto_promote=False, seed=s.seed, group_id=_group(s, "feedback-trainer"),
+        guard=guard, poison=poison,
     )
     from pricestream.app import promote_trained  # swap or rollout, per settings.trainer_promotion
 
@@ -218,6 +226,14 @@ def services_run(
     sampler_floor: Annotated[float, typer.Option(
         envvar="PRICESTREAM_SAMPLER_FLOOR",
         help="sampler: lowest selection probability (every label stays selectable)")] = 0.01,
+    guard_tolerance: Annotated[float | None, typer.Option(
+        envvar="PRICESTREAM_TRAINER_GUARD_TOLERANCE",
+        help="trainer: log-loss increase over the live model a candidate may have (default: the guard's 0.002)")]
+    = None,
+    max_feature_shift: Annotated[float | None, typer.Option(
+        envvar="PRICESTREAM_TRAINER_MAX_FEATURE_SHIFT",
+        help="trainer: poison guard's bound on a feature's mean shift, in reference sds (default: the guard's 2.0)")]
+    = None,
 ) -> None:
     """Run one stream service until SIGTERM / Ctrl-C (or ``--max-idle``); prints a JSON summary on exit."""
     from events.admin import create_topics
@@ -230,6 +246,10 @@ def services_run(
         fail(f"--sampler-c: got {sampler_c}, expected a number > 0")
     if not 0 < sampler_floor <= 1:
         fail(f"--sampler-floor: got {sampler_floor}, expected a number in (0, 1]")
+    if guard_tolerance is not None and not guard_tolerance >= 0:
+        fail(f"--guard-tolerance: got {guard_tolerance}, expected a number >= 0")
+    if max_feature_shift is not None and not max_feature_shift > 0:
+        fail(f"--max-feature-shift: got {max_feature_shift}, expected a number > 0")
     if tier not in ("light", "heavy"):
         fail(f"--tier: got {tier!r}, expected light or heavy")
     s = settings()
@@ -245,7 +265,7 @@ def services_run(
         runtime["max_batch"] = batch
     create_topics(s.kafka())
     options = Options(s, runtime, timedelta(hours=horizon_hours), strategy, tier, train_every, reference,
-                      sampler_c, sampler_floor)
+                      sampler_c, sampler_floor, guard_tolerance, max_feature_shift)
     with stoppable(runtime["grace_s"]) as stop:
         stats = RUNNERS[name](options, stop)
     out.print(_summary(name, stats), soft_wrap=True, highlight=False, markup=False)

@@ -1,22 +1,38 @@
-"""The closed-loop demo, small: two simulated days on the real Kafka, Redis and Flink."""
+"""The closed-loop demo, small: two simulated days against the processes of ``pricestream run``.
+
+Real Kafka, Redis and Flink; every service is an OS process started by its command under
+supervisord; the demo talks to them over HTTP and Kafka only.
+"""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from infra.config import StackConfig
 from pricestream.demo import run_demo
+from pricestream.deployment import free_ports, settings_env
 from pricestream.settings import Settings
+from pricing.audit import verify
 
 pytestmark = [pytest.mark.integration, pytest.mark.flink]
 
 
 def test_two_day_closed_loop_reports_revenue_labels_and_examples(stack: StackConfig, tmp_path: Path) -> None:
-    settings = Settings(state_dir=tmp_path, kafka_bootstrap=stack.kafka_bootstrap, redis_url=stack.redis_url)
+    settings = Settings(state_dir=tmp_path, kafka_bootstrap=stack.kafka_bootstrap, redis_url=stack.redis_url,
+                        http_port=free_ports("127.0.0.1", 1), ops_base_port=free_ports("127.0.0.1", 6))
     steps: list[str] = []
     report = run_demo(settings, days=2, hotels=3, seed=11, on_progress=steps.append)
+
+    # every process of the deployment stopped cleanly, and every decision serve returned is audited, intact
+    assert report.unclean == {}
+    assert report.state_dir is not None and (report.state_dir / "run" / "supervisord.log").exists()
+    audited = verify(report.state_dir / "data" / "audit" / "decisions.jsonl")
+    assert audited.ok and audited.entries == report.decisions
 
     frame = report.frame()
     assert len(frame) == 2
@@ -30,6 +46,20 @@ def test_two_day_closed_loop_reports_revenue_labels_and_examples(stack: StackCon
     assert all(reason for reason in report.rejections)
     assert sum("guarded training" in step for step in steps) == 2
     _dashboard_has_every_panel(report.dashboard_path)
+    _monitor_report_finds_the_run(settings, report.decisions, tmp_path)
+
+
+def _monitor_report_finds_the_run(settings: Settings, decisions: int, tmp_path: Path) -> None:
+    """``pricestream monitor report`` on the demo's home settings, no flags: it reads the demo's deployment."""
+    exe = str(Path(sys.executable).with_name("pricestream"))
+    out = tmp_path / "from-report.html"
+    done = subprocess.run([exe, "monitor", "report", "--out", str(out)], env=settings_env(settings),
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"{decisions} decisions" in done.stdout, done.stdout
+    assert "drift alerts" in done.stdout and out.stat().st_size > 10_000
+    record = json.loads((settings.data_dir / "deployment.json").read_text())
+    assert record["reference"] and record["settings"]["topic_prefix"].startswith("demo")
 
 
 def _dashboard_has_every_panel(page: Path | None) -> None:
