@@ -30,6 +30,7 @@ import ipaddress
 import json
 import math
 import os
+import re
 import secrets
 import threading
 import time
@@ -48,6 +49,8 @@ RECHECK_S = 0.2
 """How often a server looks at the keys file's identity (stat): well inside the 1 s revocation promise."""
 
 PREFIX = "psk_"
+
+_CLIENT = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 SecurityMode = Literal["auto", "on", "off"]
 """``auto``: keys and rate limits on unless the API binds loopback only."""
@@ -120,8 +123,8 @@ class KeyStore:
 
     def add(self, client: str) -> str:
         """Create a key for ``client`` and return it (the only time it is visible)."""
-        if not client or not client.replace("-", "").replace("_", "").replace(".", "").isalnum():
-            msg = f"client: got {client!r}, expected a non-empty name of letters, digits, '-', '_' or '.'"
+        if not _CLIENT.fullmatch(client):
+            msg = f"client: got {client!r}, expected 1-64 ASCII letters, digits, '-', '_' or '.'"
             raise AuthError(msg)
         new_id = secrets.token_hex(6)
         key = f"{PREFIX}{new_id}.{secrets.token_urlsafe(32)}"
