@@ -60,9 +60,14 @@ from pipelines.feature_job import build_feature_job, job_configuration
 from pricestream.settings import Settings
 
 try:
-    from bench.over_job import OVER_TOPIC, build_over_job, build_parse_only_job
+    from bench.over_job import OVER_TOPIC, build_over_job, build_parse_only_job, build_source_only_job
 except ModuleNotFoundError:  # run as a script: bench/ is the path's first entry
-    from over_job import OVER_TOPIC, build_over_job, build_parse_only_job  # type: ignore[no-redef]
+    from over_job import (  # type: ignore[no-redef]
+        OVER_TOPIC,
+        build_over_job,
+        build_parse_only_job,
+        build_source_only_job,
+    )
 
 PARTITIONS = 6  # as events.topics registers behaviour.events and features.v1
 _REST_GONE_S = 180.0  # REST silent this long after answering: the job's MiniCluster is gone (a busy host is slow)
@@ -152,7 +157,8 @@ def peer_consume(kafka: KafkaConfig, n: int) -> float:
     return time.perf_counter() - t0
 
 
-JOBS = {"tiled": build_feature_job, "over": build_over_job, "parse-only": build_parse_only_job}
+JOBS = {"tiled": build_feature_job, "over": build_over_job, "parse-only": build_parse_only_job,
+        "source-only": build_source_only_job}
 
 
 def start_job(config: FeatureJobConfig, rest_port: int, *, job: str = "tiled") -> TableResult:
@@ -241,7 +247,7 @@ def watch_job(port: int, result: TableResult) -> dict:
         out["vertices"] = vertices
         # every aggregation (or the blackhole sink) reads each valid event once; a chained source's own
         # count is per output edge, so only the fallback
-        inner = [int(v["read-records"]) for v in vertices if v["name"].startswith(("GroupAggregate", "OverAggregate"))]
+        inner = [int(v["read-records"]) for v in vertices if v["name"].startswith(("tiles: stay", "OverAggregate"))]
         seen = max(inner, default=0)
         if seen > out.get("events_seen", 0):
             out["events_seen"], out["seen_s"] = seen, last_ok
@@ -385,7 +391,7 @@ def throughput(stack: StackConfig, args: argparse.Namespace) -> dict:
           f"{os.cpu_count()} idle cores would carry ~{(os.cpu_count() or 1) * 1e6 / cpu_us:,.0f} events/s")
     print(f"  events to the DLQ: {out['dlq_records']} (late or invalid)")
     print_profile(watched["vertices"])
-    for peer in ("over", "parse-only"):
+    for peer in ("over", "parse-only", "source-only"):
         out.update(job_peer(job_config, n, peer))
     out["over_to_tiled_cpu"] = out["over_jvm_cpu_us_per_event"] / out["jvm_cpu_us_per_event"]
     print(f"  peer, the OVER job on the same events: {out['over_job_eps']:,.0f} events/s, JVM "
@@ -394,6 +400,8 @@ def throughput(stack: StackConfig, args: argparse.Namespace) -> dict:
     print(f"  ceiling, parse + validate + DLQ alone: {out['parse-only_job_eps']:,.0f} events/s, JVM "
           f"{out['parse-only_jvm_cpu_us_per_event']:,.0f} us per event (the tiles add "
           f"{out['jvm_cpu_us_per_event'] - out['parse-only_jvm_cpu_us_per_event']:,.0f} us)")
+    print(f"  engine ceiling, Kafka source -> blackhole, no parse: {out['source-only_job_eps']:,.0f} events/s, JVM "
+          f"{out['source-only_jvm_cpu_us_per_event']:,.0f} us per event")
     return out
 
 

@@ -109,3 +109,14 @@ def build_parse_only_job(env: StreamTableEnvironment, config: FeatureJobConfig) 
     job.add_insert_sql(dlq_insert())
     job.add_insert_sql(f"INSERT INTO parsed_sink SELECT {', '.join(columns)} FROM valid")
     return job
+
+
+def build_source_only_job(env: StreamTableEnvironment, config: FeatureJobConfig) -> StatementSet:
+    """The engine's own ceiling on this host: the same Kafka source (raw bytes), nothing parsed, into a blackhole."""
+    env.execute_sql(source_ddl(config).replace(
+        "ts AS TO_TIMESTAMP_LTZ(COALESCE(event_time_of(payload), 0), 3)", "ts AS publish_ts"))
+    env.execute_sql("CREATE TEMPORARY TABLE raw_sink (payload BYTES, src_offset BIGINT) "
+                    "WITH ('connector' = 'blackhole')")
+    job = env.create_statement_set()
+    job.add_insert_sql("INSERT INTO raw_sink SELECT payload, src_offset FROM src")
+    return job

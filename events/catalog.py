@@ -106,7 +106,7 @@ def _counts(suffix: str, *which: str) -> list[tuple[str, AggKind, str]]:
 
 
 # The one declaration of the feature views: the Flink job's tile SQL (pipelines/feature_sql.py), the
-# Redis merge (features/tiles.py), the Feast repo and the readers are generated from it.
+# JVM tile operator (pipelines/feature_sql.tile_spec), the Feast repo and the readers are generated from it.
 VIEW_SPECS: tuple[ViewSpec, ...] = (
     _windowed("stay_1h", STAY_KEYS, HOUR_MS, *_counts("1h", "searches", "views", "bookings")),
     _windowed("stay_24h", STAY_KEYS, DAY_MS, *_counts("24h", "searches", "views", "bookings", "cancellations"),

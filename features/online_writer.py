@@ -1,10 +1,9 @@
 """Online writer: ``features.v1`` rows into Redis, in Feast's layout, idempotent and order-safe.
 
-A tile row (a windowed view's, from the feature job) is upserted and merged into the view's window
-values by ``features/tiles.lua`` (:mod:`features.tiles`): skipped unless its version is newer than
-the stored tile's, so a replayed or reordered delivery changes nothing. Any other row is applied
-by a Lua compare-and-set (``features/cas.lua``) on its entity hash: the
-view's fields are written only when the row's ``version`` is greater than the stored one. The
+Every row (one view's values for one entity; the feature job has merged the tiles) is applied by a
+Lua compare-and-set (``features/cas.lua``) on its entity hash: the view's fields are written only
+when the row's ``version`` is greater than the stored one, so a replayed or reordered delivery
+changes nothing. The
 check and the write are one atomic step inside Redis, so two writers racing on the same keys
 still leave the newest version (Feast's own ``online_write_batch`` dedup reads, then writes, in
 two round trips). A batch is one pipelined round trip of script calls, 64 rows each. Offsets
@@ -40,16 +39,12 @@ from features.errors import OnlineStoreError
 from features.freshness import FreshnessTracker, publish
 from features.layout import encode_double, encode_ts, feature_field, redis_key, ts_field, version_field
 from features.rows import FeatureRow, parse_row
-from features.tiles import lua_script, tile_args
 
 CAS_SCRIPT = (Path(__file__).with_name("cas.lua")).read_text()
 # Rows per script call: one call blocks Redis while it runs (~5 us a row), so a whole 2,000-row
 # batch in one call would hold the scorer's reads for ~10 ms; 64 rows keep that well under 1 ms
 # and still share the per-command cost of the client and the server.
 _ROWS_PER_CALL = 64
-# A tile upsert merges up to a window's worth of tiles (169 for 7 days of hourly tiles), ~10x a
-# plain compare-and-set: fewer rows per call keep one call's hold on Redis near the same bound.
-_TILES_PER_CALL = 16
 _PUBLISH_EVERY_S = 1.0  # status file refresh: often enough for a CLI, cheap next to a Redis round trip
 
 
@@ -62,13 +57,13 @@ class WriteResult(NamedTuple):
 
 
 def newest_per_key(rows: Sequence[FeatureRow], project: str) -> list[tuple[bytes, FeatureRow]]:
-    """(Redis key, row) keeping only the highest version of each (key, view, tile), in first-seen order."""
-    newest: dict[tuple[bytes, str, int | None], tuple[bytes, FeatureRow]] = {}
+    """(Redis key, row) keeping only the highest version of each (key, view), in first-seen order."""
+    newest: dict[tuple[bytes, str], tuple[bytes, FeatureRow]] = {}
     for row in rows:
         key = row_key(row, project)
-        held = newest.get((key, row.view, row.tile_start))
+        held = newest.get((key, row.view))
         if held is None or row.version > held[1].version:
-            newest[(key, row.view, row.tile_start)] = (key, row)
+            newest[(key, row.view)] = (key, row)
     return list(newest.values())
 
 
@@ -86,17 +81,18 @@ def redis_client(config: FeaturesConfig) -> redis.Redis:
     )
 
 
+# Each view's Redis field names, computed once (a murmur hash per feature name otherwise, per row).
+_FIELDS = {view: (version_field(view), ts_field(view), [(name, feature_field(view, name)) for name in names])
+           for view, (_, names) in VIEWS.items()}
+
+
 def cas_args(row: FeatureRow) -> list[bytes | str]:
-    """ARGV of the compare-and-set script for one row."""
-    args: list[bytes | str] = [version_field(row.view), str(row.version)]
-    args += [ts_field(row.view), encode_ts(row.feature_time)]
-    for name, value in row.features.items():
-        args += [feature_field(row.view, name), encode_double(value)]
+    """ARGV of the compare-and-set script for one row: pairs after the version, version field and value, pairs."""
+    version, ts, fields = _FIELDS[row.view]
+    args: list[bytes | str] = [str(len(fields) + 1), version, str(row.version), ts, encode_ts(row.feature_time)]
+    for name, field in fields:
+        args += [field, encode_double(row.features.get(name))]
     return args
-
-
-def _tile(row: FeatureRow) -> list[str]:
-    return tile_args(row.view, row.tile_start or 0, row.version, row.feature_time, row.features, row.rates)
 
 
 def row_key(row: FeatureRow, project: str) -> bytes:
@@ -125,7 +121,6 @@ class OnlineWriter:
         self.freshness = FreshnessTracker(registry)
         self._client = client if client is not None else redis_client(config)
         self._script = self._client.register_script(CAS_SCRIPT)
-        self._tiles = self._client.register_script(lua_script())
         self._clock = clock
         self._published = 0.0
 
@@ -137,24 +132,15 @@ class OnlineWriter:
         """
         if not rows:
             return WriteResult(0, 0)
-        newest = newest_per_key(rows, self.config.project)
-        states = [(k, r) for k, r in newest if r.tile_start is None]
-        tiles = [(k, r) for k, r in newest if r.tile_start is not None]
-        batch = states + tiles
+        batch = newest_per_key(rows, self.config.project)
         try:
             with self._client.pipeline(transaction=False) as pipe:
-                for start in range(0, len(states), _ROWS_PER_CALL):
-                    chunk = states[start : start + _ROWS_PER_CALL]
+                for start in range(0, len(batch), _ROWS_PER_CALL):
+                    chunk = batch[start : start + _ROWS_PER_CALL]
                     args: list[bytes | str] = []
                     for _, row in chunk:
-                        row_args = cas_args(row)
-                        args.append(str(len(row_args) // 2 - 1))  # field/value pairs after the version
-                        args += row_args
+                        args += cas_args(row)
                     self._script(keys=[key for key, _ in chunk], args=args, client=pipe)
-                for start in range(0, len(tiles), _TILES_PER_CALL):
-                    tile_chunk = tiles[start : start + _TILES_PER_CALL]
-                    self._tiles(keys=[key for key, _ in tile_chunk], args=[a for _, r in tile_chunk for a in _tile(r)],
-                                client=pipe)
                 applied = [ok == 1 for chunk in pipe.execute() for ok in chunk]
         except redis.RedisError as exc:
             msg = f"Redis at {self.config.redis_url!r} failed a batch of {len(rows)} rows: {exc}"

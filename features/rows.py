@@ -1,15 +1,15 @@
 """One ``features.v1`` row: parsing and validation shared by the online and offline writers.
 
-A windowed view's row from the feature job is a *tile* (``tile_start`` set, ``features`` holding
-the partials of :attr:`events.catalog.ViewSpec.partials`, ``rates`` the latest rate per
-competitor); the inventory view's row, and a row without ``tile_start``, holds feature values.
+Every row holds one view's feature values for one entity, as of ``feature_time``: the feature
+job's tile operator merges the tiles into window values before it writes (``TileAggregator.java``),
+and the inventory view is a state. A feature the row leaves out is null.
 
 Example:
     >>> row = parse_row(b'{"hotel_id": "h1", "view": "stay_1h", "room_type": "std", "stay_date": "2026-11-20",'
-    ...                 b' "tile_start": 1761998400000, "feature_time": 1761998400000, "version": 7,'
-    ...                 b' "publish_time": 1761998400050, "features": {"n": 4.0, "sum:is_search": 3.0}}')
-    >>> row.key, row.tile_start, row.features["sum:is_search"], row.features["sum:is_view"]
-    (('h1', 'std', '2026-11-20'), 1761998400000, 3.0, None)
+    ...                 b' "feature_time": 1761998400000, "version": 7,'
+    ...                 b' "publish_time": 1761998400050, "features": {"searches_1h": 3.0}}')
+    >>> row.key, row.features["searches_1h"], row.features["views_1h"]
+    (('h1', 'std', '2026-11-20'), 3.0, None)
     >>> parse_row(b'{"view": "nope"}')
     Traceback (most recent call last):
     ...
@@ -19,13 +19,14 @@ Example:
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
-from events.catalog import SPECS, VIEWS
+import orjson
+
+from events.catalog import VIEWS
 from features.errors import FeatureRowError
 
 _VIEW_NAMES = sorted(VIEWS)
@@ -45,11 +46,6 @@ class FeatureRow:
     version: int
     publish_time: int
     features: dict[str, float | None]
-    """The view's features; for a tile row (``tile_start`` set) the tile's partials instead."""
-    tile_start: int | None = None
-    """Start of the tile (ms) of a windowed view's row; None for a state view (inventory)."""
-    rates: dict[str, float] | None = None
-    """Latest rate per competitor in the tile (views with competitor-rate features)."""
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -65,9 +61,7 @@ class FeatureRow:
         """The wire form (inverse of :func:`parse_row`)."""
         body = {f: getattr(self, f) for f in ("hotel_id", "view", "room_type", "stay_date", "feature_time")}
         body.update(version=self.version, publish_time=self.publish_time, features=self.features)
-        if self.tile_start is not None:
-            body.update(tile_start=self.tile_start, rates=self.rates)
-        return json.dumps(body, separators=(",", ":")).encode()
+        return orjson.dumps(body)
 
 
 def parse_row(raw: bytes | str | dict[str, Any]) -> FeatureRow:
@@ -77,7 +71,7 @@ def parse_row(raw: bytes | str | dict[str, Any]) -> FeatureRow:
         FeatureRowError: naming the field, the value and the expectation.
     """
     try:
-        body = raw if isinstance(raw, dict) else json.loads(raw)
+        body = raw if isinstance(raw, dict) else orjson.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise FeatureRowError(field="<record>", value=str(raw)[:80], expected=f"a JSON object ({exc})") from exc
     if not isinstance(body, dict):
@@ -97,15 +91,10 @@ def parse_row(raw: bytes | str | dict[str, Any]) -> FeatureRow:
     features = body.get("features")
     if not isinstance(features, dict):
         raise FeatureRowError(field="features", value=features, expected=f"an object with the features of {view}")
-    # A windowed view's row is a tile when it names its tile; without one it holds window values
-    # (rows computed elsewhere, older producers), written as they are.
-    tiled = SPECS[view].tile_ms is not None and body.get("tile_start") is not None
-    spec = SPECS[view]
-    allowed = spec.partials if tiled else names
-    unknown = sorted(set(features) - set(allowed))
+    unknown = [name for name in features if name not in names]
     if unknown:
-        expected = f"a {'partial' if tiled else 'feature'} of {view}: {list(allowed)}"
-        raise FeatureRowError(field=f"features.{unknown[0]}", value=features[unknown[0]], expected=expected)
+        raise FeatureRowError(field=f"features.{unknown[0]}", value=features[unknown[0]],
+                              expected=f"a feature of {view}: {list(names)}")
     return FeatureRow(
         hotel_id=str(hotel_id),
         view=view,
@@ -114,23 +103,8 @@ def parse_row(raw: bytes | str | dict[str, Any]) -> FeatureRow:
         feature_time=_int(body, "feature_time", upper=_MS_MAX),
         version=_int(body, "version"),
         publish_time=_int(body, "publish_time", upper=_MS_MAX),
-        features={n: _float(n, features.get(n)) for n in allowed},
-        tile_start=_int(body, "tile_start", upper=_MS_MAX) if tiled else None,
-        rates=_rates(body.get("rates")) if tiled else None,
+        features={n: _float(n, features.get(n)) for n in names},
     )
-
-
-def _rates(value: Any) -> dict[str, float]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise FeatureRowError(field="rates", value=value, expected="an object of competitor -> rate, or null")
-    out: dict[str, float] = {}
-    for competitor, rate in value.items():
-        number = _float(f"rates.{competitor}", rate)
-        if number is not None:
-            out[str(competitor)] = number
-    return out
 
 
 def _key(body: dict[str, Any], name: str, *, required: bool) -> str | None:

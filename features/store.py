@@ -19,17 +19,16 @@ under 12 h, 1 h under 12 days, 1 day beyond. ``comp_rate_*`` take each competito
 in the window, then the median / minimum across competitors. Past its TTL a view is served null
 (:mod:`features.ttl_store`).
 
-Where tiles become values: at write time. The online writer's Lua script
-(:mod:`features.tiles`) upserts the tile and rewrites the view's fields from the window's running
-totals, atomically per key; Feast and the scorer read finished values. A read-time merge was the
-alternative; measured by ``bench/tile_merge.py`` (100 keys with full windows, 2 cores at load
-3.5): a key's read of the finished values p50 213 us / p99 515 us against 509 / 1,319 us for
-reading its 218 tile fields alone, before decoding any; a tile row's write costs 93 us, 3.1x a
-plain compare-and-set row (30 us).
-Reads are on the pricing path with a latency budget, writes are not; and Feast's
-``get_online_features`` can only return stored fields, so a read-time merge would also need its own
-online store. Re-merging every tile at each write (the first version) cost 40x a plain write: hence
-the running totals (a tile's change added, a tile leaving the window subtracted once).
+Where tiles become values: in the feature job, before the write. Its tile operator
+(``pipelines/udf/.../TileAggregator.java``) keeps each entity's tiles in Flink state and, on a
+flush timer, emits each changed view's window values; the online writer compare-and-sets them and
+Feast, the scorer, the offline store and Druid all read finished values with the same semantics.
+Two earlier designs were measured and dropped: a read-time merge (a key's read p50 509 / p99
+1,319 us for its 218 tile fields alone, against 213 / 515 us for finished values: reads are on the
+pricing path with a latency budget, and Feast's ``get_online_features`` returns stored fields only),
+and a write-time merge in a Redis Lua script (93 us a tile row against 30 us for a plain
+compare-and-set row, with 3.4 tile rows per event, and the offline store and Druid received raw
+tiles that no analyst could query).
 
 Example:
     >>> objs = feast_objects(Path("/tmp/offline"))
@@ -92,8 +91,8 @@ def window_semantics(view: str) -> str:
         return f"The newest event's values (a state, not a window); served null {ttl} after that event."
     window, tile = timedelta(milliseconds=spec.window_ms), timedelta(milliseconds=spec.tile_ms)
     return (f"Aggregates of the key's events as of its newest event t, over the events in tiles starting at or after "
-            f"floor(t, {tile}) - {window} (closed; spans {window} to {window + tile}); tiles of {tile} merged at write "
-            f"time; served null {ttl} after t.")
+            f"floor(t, {tile}) - {window} (closed; spans {window} to {window + tile}); tiles of {tile} merged by the "
+            f"feature job; served null {ttl} after t.")
 
 
 def feature_views(offline_root: Path | str, *, ttls: Mapping[str, timedelta] | None = None) -> list[FeatureView]:

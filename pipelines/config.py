@@ -48,10 +48,9 @@ class FeatureJobConfig(BaseModel):
     allowed_lateness_ms: int = Field(default=86_400_000, ge=0)
     """How far behind the watermark an event may come and still update its tile (days for a backfill);
     beyond it the event goes to the DLQ as ``LateEvent``."""
-    sink_buffer_rows: int = Field(default=2000, gt=0)
-    """Tile updates the sink buffers, newest per tile, before it writes them to Kafka."""
-    sink_buffer_ms: int = Field(default=100, gt=0)
-    """How long the sink buffers at most: the floor of freshness."""
+    flush_ms: int = Field(default=200, gt=0)
+    """How often (processing time) the tile operator emits the window values of the entities that changed:
+    the floor of freshness, and the interval whose updates of one entity fold into one row per view."""
     delivery: Literal["exactly-once", "at-least-once"] = "exactly-once"
     """Of the DLQ sink (a dead letter is not idempotent: at-least-once could repeat it)."""
     tile_delivery: Literal["exactly-once", "at-least-once"] = "at-least-once"
@@ -63,15 +62,6 @@ class FeatureJobConfig(BaseModel):
     transaction_timeout_ms: int = Field(default=600_000, gt=0)
     parallelism: int = Field(default=1, ge=1)
     restart_attempts: int = Field(default=3, ge=0)
-
-    @property
-    def state_ttl_ms(self) -> int:
-        """How long a tile stays in the job's state after its last update: the lateness, a day-long tile, an hour.
-
-        A tile can be updated until the watermark is past its end plus the lateness; a tile dropped
-        earlier would restart from zero and overwrite its full self in Redis.
-        """
-        return self.allowed_lateness_ms + 25 * 3_600_000
 
     def topic(self, name: str) -> str:
         return f"{self.topic_prefix}{name}"

@@ -16,13 +16,21 @@ import threading
 from pathlib import Path
 
 from pyflink.common import Configuration
-from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream import DataStream, StreamExecutionEnvironment
 from pyflink.java_gateway import get_gateway
+from pyflink.util.java_utils import add_jars_to_context_class_loader
 from pyflink.table import DataTypes, Schema, StatementSet, StreamTableEnvironment, TableResult
 
 from events.contract import encoded_job_spec
 from pipelines.config import FeatureJobConfig
-from pipelines.feature_sql import PARSED_ROWTIME, all_statements, parsed_query
+from pipelines.feature_sql import (
+    PARSED_ROWTIME,
+    TILE_VALUES_VIEW,
+    all_statements,
+    parsed_query,
+    tile_input_query,
+    tile_spec,
+)
 
 SPEC_PARAMETER = "pricestream.contract"
 """Name of the job parameter ``ParseEvent.java`` reads the contract spec from."""
@@ -58,14 +66,8 @@ def job_configuration(config: FeatureJobConfig) -> Configuration:
     # cut the job's CPU per event by ~9% (bench/ingest.py).
     conf.set_string("pipeline.object-reuse", "true")
     conf.set_string("table.exec.source.idle-timeout", f"{config.idle_timeout_ms} ms")
-    # No mini-batch: its assigner replaces the event-time watermark with processing-time ones
-    # downstream (every event of a backfill then looked late to CURRENT_WATERMARK). The tile sink's
-    # buffer folds the updates of one tile instead (sink.buffer-flush.*), before they reach Kafka.
+    # No SQL state is kept (the tile operator keeps and evicts its own), so no state TTL.
     conf.set_string("table.exec.mini-batch.enabled", "false")
-    conf.set_string("table.exec.state.ttl", f"{config.state_ttl_ms} ms")
-    # The sink's key is the tile's key and the aggregation's upsert key; the materializer the planner
-    # would add (it cannot see that through the UNION ALL) keeps every row per key in state.
-    conf.set_string("table.exec.sink.upsert-materialize", "NONE")
     # Bad data never fails the job (it goes to the DLQ); a failure is infrastructure, so
     # retry a few times and then surface it instead of restarting forever.
     conf.set_string("restart-strategy.type", "fixed-delay")
@@ -82,10 +84,24 @@ def build_feature_job(env: StreamTableEnvironment, config: FeatureJobConfig) -> 
     register_parsed(env)
     for statement in ddl[-2:]:  # parsed → classified (DLQ), parsed → valid
         env.execute_sql(statement)
+    register_tiles(env, config)
     job = env.create_statement_set()
-    for statement in inserts:  # DLQ and the tiles of every feature view
+    for statement in inserts:  # DLQ, inventory and the tiled views' values
         job.add_insert_sql(statement)
     return job
+
+
+def register_tiles(env: StreamTableEnvironment, config: FeatureJobConfig) -> None:
+    """``tile_values``: the valid events through the JVM tile operator (``TileJob.java``), one row per changed view.
+
+    The operator is a keyed process function per entity group; SQL cannot keep a key's tiles, merge
+    them on a flush timer and drop the ones that left every window, so the job crosses into the
+    DataStream API for it (all on the JVM: PyFlink only wires the Java objects).
+    """
+    valid = env.to_data_stream(env.sql_query(tile_input_query()))
+    add_jars_to_context_class_loader([config.functions_jar.resolve().as_uri()])  # the client's view of the jar
+    tiles = get_gateway().jvm.io.pricestream.flink.TileJob.apply(valid._j_data_stream, tile_spec(config))
+    env.create_temporary_view(TILE_VALUES_VIEW, env.from_data_stream(DataStream(tiles)))
 
 
 def register_parsed(env: StreamTableEnvironment) -> None:

@@ -1,16 +1,20 @@
-"""Flink SQL of the feature job, as pure functions returning statements.
+"""Flink SQL of the feature job, as pure functions returning statements (and the tile spec).
 
-The aggregations run on the JVM; Python only assembles the text, generated from the one
-declaration of the views (:data:`events.catalog.VIEW_SPECS`). Each windowed view is a tiled
-group aggregation: mergeable partials (counts, sums, sums of squares, the latest rate per
-competitor) per (entity, tile start), which :mod:`features.tiles` merges into window values in
-Redis. The inventory view is a state: its rows carry ``event_time_ms * 1e6 + offset % 1e6`` as
-version (deterministic on replay, tie-broken by the partition offset).
+Everything runs on the JVM; Python only assembles the text, generated from the one declaration of
+the views (:data:`events.catalog.VIEW_SPECS`). The SQL parses and classifies each event once and
+routes refused and late ones to the DLQ; the windowed views are tiled by one JVM operator per
+entity group (``pipelines/udf/.../TileAggregator.java``, fed the rows of :func:`tile_input_query`
+and configured by :func:`tile_spec`), which emits each changed view's window values; the inventory
+view is a state: its rows carry ``event_time_ms * 1e6 + offset % 1e6`` as version (deterministic on
+replay, tie-broken by the partition offset). Both land on ``features.v1`` as value rows, one per
+(entity, view).
 """
 
 from __future__ import annotations
 
-from events.catalog import SPECS, VIEW_SPECS, ViewSpec
+import json
+
+from events.catalog import STAY_KEYS, VIEW_SPECS, ViewSpec
 from pipelines.config import FeatureJobConfig
 
 _VERSION = "CAST(event_time_ms AS BIGINT) * 1000000 + MOD(src_offset, 1000000)"
@@ -30,15 +34,14 @@ def _kafka_with(config: FeatureJobConfig, topic: str, **extra: str) -> str:
 
 PARSE_FUNCTION = "io.pricestream.flink.ParseEvent"
 EVENT_TIME_FUNCTION = "io.pricestream.flink.EventTime"
-LATEST_RATES_FUNCTION = "io.pricestream.flink.LatestRates"
+TILE_JOB_CLASS = "io.pricestream.flink.TileJob"
 
 
 def function_ddl() -> list[str]:
-    """The job's JVM functions (``pipelines/udf``): the one-pass parser, the rowtime extractor, a tile partial."""
+    """The job's JVM functions (``pipelines/udf``): the one-pass parser and the rowtime extractor."""
     return [
         f"CREATE TEMPORARY SYSTEM FUNCTION parse_event AS '{PARSE_FUNCTION}' LANGUAGE JAVA",
         f"CREATE TEMPORARY SYSTEM FUNCTION event_time_of AS '{EVENT_TIME_FUNCTION}' LANGUAGE JAVA",
-        f"CREATE TEMPORARY SYSTEM FUNCTION latest_rates AS '{LATEST_RATES_FUNCTION}' LANGUAGE JAVA",
     ]
 
 
@@ -68,50 +71,37 @@ CREATE TEMPORARY TABLE src (
 )"""
 
 
-def features_sink_ddl(config: FeatureJobConfig, view: str) -> str:
-    """One view's tiles as upserts keyed by (entity, view, tile start): a replayed tile overwrites itself.
+def features_sink_ddl(config: FeatureJobConfig) -> str:
+    """Every view's value rows, keyed by (entity, view): a replayed row carries the same version and changes nothing.
 
-    One sink table per view, all on ``features.v1``, whose key is exactly its aggregation's group
-    key: only then does the planner send just the new value of a tile (through a UNION, or with a
-    constant column in the key, it asks for the retraction of the old value too, and upsert-kafka
-    writes that as a tombstone). The Kafka key is the entity and the tile start; the view is in the value.
-    At-least-once by default (``tile_delivery``): an idempotent upsert needs no transaction, so a
-    row is visible as soon as it is written instead of at the next checkpoint.
+    Plain Kafka, insert-only: the tile operator has already folded a flush interval's updates of an
+    entity into one row per view. At-least-once by default (``tile_delivery``): the online writer's
+    compare-and-set on the version makes a repeated row a no-op, so a row is visible as soon as it
+    is written instead of at the next checkpoint.
     """
     extra = {
-        "connector": "upsert-kafka",
         "key.format": "json",
+        "key.fields": "hotel_id;room_type;stay_date;view",
         "value.format": "json",
         "value.fields-include": "ALL",
         "sink.delivery-guarantee": config.tile_delivery,
-        "sink.transactional-id-prefix": f"{config.transactional_id_prefix}-{view}",
+        "sink.transactional-id-prefix": f"{config.transactional_id_prefix}-features",
         "properties.transaction.timeout.ms": str(config.transaction_timeout_ms),
+        "properties.linger.ms": "20",
     }
-    if SPECS[view].tile_ms is not None:
-        # Rows of one tile within the interval collapse to the last one before they reach Kafka: the
-        # last to arrive is the newest (a tile's versions only grow). Not for a state view: there an
-        # event older than the one before it arrives later, and the buffer would keep the older.
-        extra.update({"sink.buffer-flush.max-rows": str(config.sink_buffer_rows),
-                      "sink.buffer-flush.interval": f"{config.sink_buffer_ms} ms"})
-    keys = SPECS[view].keys
-    columns = "".join(f"  {k} STRING,\n" for k in keys)
     return f"""
-CREATE TEMPORARY TABLE {sink_name(view)} (
-{columns}  `view` STRING,
-  tile_start BIGINT,
+CREATE TEMPORARY TABLE features_sink (
+  hotel_id STRING,
+  room_type STRING,
+  stay_date STRING,
+  `view` STRING,
   feature_time BIGINT,
   version BIGINT,
   publish_time BIGINT,
-  features MAP<STRING, DOUBLE>,
-  rates MAP<STRING, DOUBLE>,
-  PRIMARY KEY ({", ".join(keys)}, tile_start) NOT ENFORCED
+  features MAP<STRING, DOUBLE>
 ) WITH (
   {_kafka_with(config, config.sink_topic, **extra)}
 )"""
-
-
-def sink_name(view: str) -> str:
-    return f"features_sink_{view}"
 
 
 def dlq_sink_ddl(config: FeatureJobConfig) -> str:
@@ -189,7 +179,7 @@ def valid_view(config: FeatureJobConfig) -> str:
     return f"""
 CREATE TEMPORARY VIEW valid AS
 SELECT hotel_id, room_type, CAST(stay_date AS STRING) AS stay_date, ts, event_type,
-  event_time_ms, src_offset, publish_ts,
+  event_time_ms, src_offset, publish_ts, {_PUBLISH_MS} AS publish_ms,
   CASE WHEN {plausible} THEN price_shown END AS price_shown,
   CASE WHEN {plausible} AND NOT {_flagged('complimentary')} THEN price_paid END AS price_paid,
   CASE WHEN {plausible} THEN rate END AS rate,
@@ -222,62 +212,70 @@ SELECT COALESCE(dlq_payload, payload), MAP[
 FROM classified WHERE reason IS NOT NULL"""
 
 
-def _partial_sql(partial: str) -> str:
-    """SQL of one mergeable partial of a tile: ``n`` (events), ``sum:c``, ``n:c`` (non-null count), ``sq:c``."""
-    if partial == "n":
-        return "CAST(COUNT(*) AS DOUBLE)"
-    kind, column = partial.split(":")
-    return {"sum": f"CAST(SUM({column}) AS DOUBLE)", "n": f"CAST(COUNT({column}) AS DOUBLE)",
-            "sq": f"CAST(SUM({column} * {column}) AS DOUBLE)"}[kind]
+_TILE_COLUMNS = ("hotel_id", "room_type", "stay_date", "event_time_ms", "src_offset", "publish_ms",
+                 "competitor_id", "rate")
 
 
-def tile_select(spec: ViewSpec) -> str:
-    """One windowed view's tiles: a group aggregation per (entity, tile start).
+def tile_columns() -> tuple[str, ...]:
+    """Columns of ``valid`` the tile operator reads, in order: keys, time, offset, publish time, rates, partials."""
+    partial_columns = [p.split(":", 1)[1] for spec in VIEW_SPECS for p in spec.partials if ":" in p]
+    return tuple(dict.fromkeys([*_TILE_COLUMNS, *partial_columns]))
 
-    Each output row is the tile's partials so far, an upsert keyed by (entity, view, tile start):
-    a tile is rewritten, never appended to, so delivering a row twice changes nothing. ``version``
-    is the greatest source offset in the tile: a key's events share a partition (keyed by hotel), so
-    it grows with every update of the tile and a replay reproduces it.
+
+def tile_input_query() -> str:
+    """The valid events as the tile operator reads them (the rowtime's watermarks come along)."""
+    return f"SELECT {', '.join(tile_columns())} FROM valid"
+
+
+def tile_spec(config: FeatureJobConfig) -> str:
+    """JSON of the windowed views for ``TileSpec.java``: input columns, entity groups, tiles, partials, features.
+
+    ``horizon_ms`` is how long an entity stays in the operator's state after its newest event: the
+    longest window and its tile (a value can still change) plus the allowed lateness.
     """
-    if spec.tile_ms is None:
-        msg = f"view {spec.name!r} has no tile (a state view); expected a windowed view"
-        raise ValueError(msg)
-    keys = ", ".join(spec.keys)
-    entries = ", ".join(f"'{p}', {_partial_sql(p)}" for p in spec.partials)
-    rates = ("latest_rates(competitor_id, rate, event_time_ms, src_offset)" if spec.competitor_rates
-             else "CAST(NULL AS MAP<STRING, DOUBLE>)")
-    return f"""
-SELECT {keys}, '{spec.name}', tile_start,
-  MAX(event_time_ms), MAX(src_offset), MAX({_PUBLISH_MS}), MAP[{entries}], {rates}
-FROM (SELECT *, event_time_ms - MOD(event_time_ms, {spec.tile_ms}) AS tile_start FROM valid)
-GROUP BY {keys}, tile_start"""
+    tiled = [spec for spec in VIEW_SPECS if spec.tile_ms is not None]
+    groups: dict[tuple[str, ...], list[ViewSpec]] = {}
+    for spec in tiled:
+        groups.setdefault(spec.keys, []).append(spec)
+    horizon = max((spec.window_ms or 0) + (spec.tile_ms or 0) for spec in tiled) + config.allowed_lateness_ms
+    return json.dumps({
+        "columns": list(tile_columns()),
+        "flush_ms": config.flush_ms,
+        "horizon_ms": horizon,
+        "groups": [{
+            "name": "stay" if keys == STAY_KEYS else "_".join(keys),
+            "keys": list(keys),
+            "views": [{
+                "name": spec.name, "tile_ms": spec.tile_ms, "window_ms": spec.window_ms,
+                "rates": spec.competitor_rates, "partials": list(spec.partials),
+                "features": [{"name": f.name, "agg": f.agg, "column": f.column} for f in spec.features],
+            } for spec in specs],
+        } for keys, specs in groups.items()],
+    })
 
 
-def feature_inserts() -> list[str]:
-    """One INSERT per feature view of :data:`events.catalog.VIEW_SPECS`, each into its own sink table."""
-    return [f"INSERT INTO {sink_name(spec.name)}\n{select}" for spec, select in zip(VIEW_SPECS, feature_selects(),
-                                                                                    strict=True)]
-
-
-def feature_selects() -> list[str]:
-    """The SELECT of each feature view: tiles for the windowed views, the newest row for inventory."""
-    return [tile_select(spec) if spec.tile_ms is not None else _inventory_select() for spec in VIEW_SPECS]
-
-
-def _inventory_select() -> str:
+def inventory_insert() -> str:
     """Inventory is a state, not a window: every inventory event is a row; the newest version wins in Redis."""
     return f"""
-SELECT hotel_id, room_type, stay_date, 'stay_inventory', CAST(-1 AS BIGINT), event_time_ms, {_VERSION},
-  {_PUBLISH_MS},
+INSERT INTO features_sink
+SELECT hotel_id, room_type, stay_date, 'stay_inventory', event_time_ms, {_VERSION}, publish_ms,
   MAP['rooms_left', CAST(rooms_left AS DOUBLE), 'capacity', CAST(capacity AS DOUBLE),
-      'occupancy', 1.0 - CAST(rooms_left AS DOUBLE) / CAST(capacity AS DOUBLE)], CAST(NULL AS MAP<STRING, DOUBLE>)
+      'occupancy', 1.0 - CAST(rooms_left AS DOUBLE) / CAST(capacity AS DOUBLE)]
 FROM valid WHERE event_type = 'inventory'"""
+
+
+TILE_VALUES_VIEW = "tile_values"
+"""The tile operator's rows, registered by :func:`pipelines.feature_job.register_tiles`."""
+
+
+def tile_values_insert() -> str:
+    return f"INSERT INTO features_sink SELECT * FROM {TILE_VALUES_VIEW}"
 
 
 def all_statements(config: FeatureJobConfig) -> tuple[list[str], list[str]]:
     """(DDL and views, INSERTs) of the whole job; ``parsed``, which the last two views read, is registered
-    between them and the rest (:func:`pipelines.feature_job.register_parsed`)."""
-    sinks = [features_sink_ddl(config, spec.name) for spec in VIEW_SPECS]
-    ddl = [*function_ddl(), source_ddl(config), *sinks, dlq_sink_ddl(config), classified_view(config),
-           valid_view(config)]
-    return ddl, [dlq_insert(), *feature_inserts()]
+    between them and the rest (:func:`pipelines.feature_job.register_parsed`), and the tile operator's
+    view (:data:`TILE_VALUES_VIEW`) after them (:func:`pipelines.feature_job.register_tiles`)."""
+    ddl = [*function_ddl(), source_ddl(config), features_sink_ddl(config), dlq_sink_ddl(config),
+           classified_view(config), valid_view(config)]
+    return ddl, [dlq_insert(), inventory_insert(), tile_values_insert()]

@@ -51,3 +51,26 @@ def read_all(config: KafkaConfig, topic: str, *, idle_polls: int = 6) -> list:
 
 def feature_rows(config: KafkaConfig) -> list[dict]:
     return [json.loads(m.value()) for m in read_all(config, "features.v1")]
+
+
+def reflected_events(config: KafkaConfig, topic: str = "features.v1") -> int:
+    """Source events that the newest ``stay_7d`` row of their stay reflects: its version is at or past their offset.
+
+    A row's version is the greatest source offset of the stay's events (the tile operator's), and a
+    stay's events share a partition, so an event is in the served values once a row of its stay with a
+    version at or past its offset was written. Records that are not valid JSON with a stay are skipped.
+    """
+    newest: dict[tuple, int] = {}
+    for r in (json.loads(m.value()) for m in read_all(config, topic, idle_polls=2)):
+        if r["view"] == "stay_7d":
+            stay = (r["hotel_id"], r["room_type"], r["stay_date"])
+            newest[stay] = max(newest.get(stay, -1), r["version"])
+    counted = 0
+    for msg in read_all(config, "behaviour.events", idle_polls=2):
+        try:
+            body = json.loads(msg.value())
+            stay = (body["hotel_id"], body["room_type"], body["stay_date"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        counted += newest.get(stay, -1) >= msg.offset()
+    return counted

@@ -2,9 +2,9 @@
 
 One bounded job run over generated events (200 valid, 200 with one defect each, drawn from the
 contract spec), the issue's hostile records and the public dataset's edge cases, on the real Kafka.
-The job's DLQ headers name the field (``error_field``); a valid event shows up in the tiles: the
-offsets not dead-lettered are taken as valid only when the final ``hotel_stats`` tiles count exactly
-that many events.
+The job's DLQ headers name the field (``error_field``); a valid event shows up in the feature rows:
+the offsets not dead-lettered are taken as valid only when every stay among them has a final
+``stay_24h`` row whose version is the greatest offset of its events (the tile operator's version).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from events.config import KafkaConfig
 from events.contract import HotelProfile
 from events.errors import EventValidationError
 from events.models import BookingEvent, CancellationEvent, SearchEvent, ViewEvent, dumps, parse_event
-from features.tiles import Tile, merge
 from infra.config import StackConfig
 from pipelines.config import FeatureJobConfig
 from pipelines.feature_job import run
@@ -120,17 +119,23 @@ def verdicts(stack: StackConfig) -> tuple[list[tuple[bytes, str | None]], dict[i
         job[int(headers["source_offset"])] = headers["error_field"]
         assert len(msg.value()) <= min(int(headers["payload_bytes"]), 262_144)
     rows = [json.loads(m.value()) for m in read_all(kafka, "features.v1")]
-    counted = sum(t["features"]["n"] for t in _final_tiles(rows, "hotel_stats").values())
+    final = _final_rows(rows, "stay_24h")
+    newest: dict[tuple, int] = {}  # stay -> greatest offset of its events not dead-lettered
     rest = [offset for offset in range(len(samples)) if offset not in job]
-    if counted == len(rest):  # every event not dead-lettered is in exactly one hotel tile
+    for offset in rest:
+        body = json.loads(samples[offset][0])
+        stay = (body["hotel_id"], body["room_type"], body["stay_date"])
+        newest[stay] = max(newest.get(stay, -1), offset)
+    if {stay: final[stay]["version"] for stay in newest if stay in final} == newest:
         job.update(dict.fromkeys(rest))
     return samples, job, rows
 
 
-def _final_tiles(rows: list[dict], view: str) -> dict[tuple, dict]:
+def _final_rows(rows: list[dict], view: str) -> dict[tuple, dict]:
+    """The newest value row of each entity of ``view``."""
     out: dict[tuple, dict] = {}
     for r in rows:
-        key = (r["hotel_id"], r.get("room_type"), r.get("stay_date"), r["tile_start"])
+        key = (r["hotel_id"], r.get("room_type"), r.get("stay_date"))
         if r["view"] == view and (key not in out or r["version"] > out[key]["version"]):
             out[key] = r
     return out
@@ -165,10 +170,8 @@ def test_each_hostile_record_of_the_issue_is_dead_lettered_naming_its_field(verd
 def test_dataset_edge_cases_are_counted_and_kept_out_of_prices(verdicts: tuple) -> None:
     """The two ADR-0 bookings count as bookings; the 5,400 outlier counts too, but no price moves."""
     _, _, rows = verdicts
-    tiles = [t for t in _final_tiles(rows, "stay_24h").values() if t["hotel_id"] == "Resort Hotel"]
-    newest = max(tiles, key=lambda t: t["version"])
-    mine = [t for t in tiles if (t["room_type"], t["stay_date"]) == (newest["room_type"], newest["stay_date"])]
-    last = merge(SPECS["stay_24h"], [Tile(t["tile_start"], t["features"], t["rates"] or {}) for t in mine],
-                 anchor_ms=max(t["feature_time"] for t in mine))
+    stays = [r for r in _final_rows(rows, "stay_24h").values() if r["hotel_id"] == "Resort Hotel"]
+    last = max(stays, key=lambda r: r["version"])["features"]
+    assert set(last) == set(SPECS["stay_24h"].names)
     assert last["bookings_24h"] == 3.0 and last["cancellations_24h"] == 1.0
     assert last["mean_price_shown_24h"] is None

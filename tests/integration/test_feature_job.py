@@ -1,8 +1,8 @@
 """The Flink feature job on the real Kafka, in the embedded MiniCluster.
 
 One bounded run over a scripted sequence whose windows are computed by hand
-below; tiles and dead letters are read from ``features.v1`` / the DLQ, window values as
-Feast serves them after the online writer merged the tiles in Redis.
+below; value rows and dead letters are read from ``features.v1`` / the DLQ, window values as
+Feast serves them after the online writer wrote the rows to Redis.
 """
 
 from __future__ import annotations
@@ -98,11 +98,11 @@ def job_output(stack: StackConfig) -> tuple[KafkaConfig, list[dict], list]:
     return kafka, rows, dlq
 
 
-def _final_tiles(rows: list[dict]) -> dict[tuple, dict]:
-    """The newest row of each (view, key, tile): what an upsert leaves."""
+def _final_rows(rows: list[dict]) -> dict[tuple, dict]:
+    """The newest row of each (view, entity): what the online writer's compare-and-set leaves."""
     out: dict[tuple, dict] = {}
     for r in rows:
-        key = (r["view"], r["hotel_id"], r.get("room_type"), r.get("stay_date"), r["tile_start"])
+        key = (r["view"], r["hotel_id"], r.get("room_type"), r.get("stay_date"))
         if key not in out or r["version"] > out[key]["version"]:
             out[key] = r
     return out
@@ -147,30 +147,32 @@ def test_served_windows_match_hand_computed_values(job_output: tuple, stack: Sta
     assert (derived["bookings_prev_7d"], derived["booking_pace_7d"], derived["look_to_book_7d"]) == (0.0, 2.0, 1.5)
 
 
-def test_tiles_hold_mergeable_partials(job_output: tuple) -> None:
+def test_rows_are_window_values_as_of_the_newest_event(job_output: tuple) -> None:
+    """The tile operator emits values, not partials: each view's features as of the stay's newest event."""
     _, rows, _ = job_output
-    tiles = _final_tiles(rows)
-    first = tiles[("stay_24h", "h1", "std", "2026-11-20", int(T0.timestamp() * 1000))]
-    assert first["features"] == {"n": 9.0, "sum:is_search": 1.0, "sum:is_view": 3.0, "sum:n_booked": 2.0,
-                                 "sum:n_cancelled": 0.0, "sum:price_shown": 310.0, "n:price_shown": 3.0}
-    assert first["rates"] == {"c1": 80.0, "c2": 100.0, "c3": 95.0}
+    final = _final_rows(rows)
+    day = final[("stay_24h", "h1", "std", "2026-11-20")]
+    assert set(day["features"]) == set(VIEWS["stay_24h"][1])
+    assert day["feature_time"] == int(_at(10800).timestamp() * 1000)  # the cancellation at 3 h
     # the view at 117 s came after the one at 120 s: a tile does not care about order
-    assert first["feature_time"] == int(_at(240).timestamp() * 1000)
-    lead = tiles[("stay_7d", "h1", "std", "2026-11-20", int(T0.timestamp() * 1000))]["features"]
-    assert (lead["sum:lead_days"], lead["n:lead_days"], lead["sq:lead_days"]) == (18.0, 1.0, 324.0)
+    assert day["features"]["mean_price_shown_24h"] == pytest.approx((100 + 120 + 90) / 3)
+    week = final[("stay_7d", "h1", "std", "2026-11-20")]["features"]
+    assert (week["lead_time_mean_days_7d"], week["lead_time_std_days_7d"]) == (18.0, 0.0)
+    hotel = final[("hotel_stats", "h1", None, None)]
+    assert hotel["features"] == {"hotel_searches_24h": 2.0, "hotel_bookings_24h": 2.0, "hotel_views_24h": 3.0}
 
 
-def test_every_valid_event_is_in_exactly_one_tile_per_view(job_output: tuple) -> None:
+def test_each_view_of_a_stay_gets_growing_versions_and_rejected_events_count_nowhere(job_output: tuple) -> None:
     _, rows, _ = job_output
-    tiles = _final_tiles(rows).values()
-    for view in ("stay_1h", "stay_24h", "stay_7d", "stay_14d", "hotel_stats"):
-        counted = sum(t["features"]["n"] for t in tiles if t["view"] == view and t["hotel_id"] == "h1")
-        assert counted == 11  # 11 valid events for h1, none of the 5 rejected ones
-    per_tile: dict[tuple, list[int]] = defaultdict(list)
-    for r in rows:  # in the order the job wrote them: each update of a tile has a greater version
-        key = (r["view"], r["hotel_id"], r.get("room_type"), r.get("stay_date"), r["tile_start"])
-        per_tile[key].append(r["version"])
-    assert all(v == sorted(set(v)) for v in per_tile.values())
+    per_view: dict[tuple, list[int]] = defaultdict(list)
+    for r in rows:  # in the order the job wrote them: each row of a (view, entity) has a greater version
+        per_view[(r["view"], r["hotel_id"], r.get("room_type"), r.get("stay_date"))].append(r["version"])
+    assert all(v == sorted(set(v)) for v in per_view.values())
+    final = _final_rows(rows)
+    # 11 valid events for h1 (offsets 0-9 and 16), none of the 5 rejected ones: the version is the last one's
+    assert final[("stay_1h", "h1", "std", "2026-11-20")]["version"] == 16
+    week = final[("stay_7d", "h1", "std", "2026-11-20")]["features"]
+    assert (week["searches_7d"], week["views_7d"], week["bookings_7d"], week["cancellations_7d"]) == (2, 3, 2, 1)
     assert len([r for r in rows if r["view"] == "stay_inventory"]) == 1
 
 

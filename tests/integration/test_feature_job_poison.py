@@ -7,7 +7,6 @@ tiles, and the job is still running afterwards.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from datetime import UTC, date, datetime, timedelta
@@ -21,7 +20,7 @@ from events.models import SearchEvent, ViewEvent, dumps
 from infra.config import StackConfig
 from pipelines.config import FeatureJobConfig
 from pipelines.feature_job import run
-from tests.integration.flink_helpers import make_topics, read_all
+from tests.integration.flink_helpers import make_topics, read_all, reflected_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.flink]
 
@@ -34,16 +33,6 @@ def _valid(i: int) -> bytes:
     at = T0 + timedelta(seconds=7 * i)
     event = ViewEvent(**key, event_time=at, price_shown=100.0 + i % 9) if i % 2 else SearchEvent(**key, event_time=at)
     return dumps(event)
-
-
-def _counted(kafka: KafkaConfig) -> int:
-    newest: dict[tuple, dict] = {}
-    for r in (json.loads(m.value()) for m in read_all(kafka, "features.v1", idle_polls=2)):
-        if r["view"] == "hotel_stats":
-            key = (r["hotel_id"], r["tile_start"])
-            if key not in newest or r["version"] > newest[key]["version"]:
-                newest[key] = r
-    return int(sum(r["features"]["n"] for r in newest.values()))
 
 
 def test_poison_records_go_to_the_dlq_and_the_job_goes_on(stack: StackConfig) -> None:
@@ -68,7 +57,7 @@ def test_poison_records_go_to_the_dlq_and_the_job_goes_on(stack: StackConfig) ->
     assert client is not None
     try:
         deadline, dlq = time.monotonic() + 300, []
-        while time.monotonic() < deadline and (len(dlq) < 3 or _counted(kafka) < N_VALID):
+        while time.monotonic() < deadline and (len(dlq) < 3 or reflected_events(kafka) < N_VALID):
             time.sleep(3)
             dlq = read_all(kafka, "behaviour.events.dlq", idle_polls=2)
         time.sleep(3)  # the job keeps running after the poison
@@ -76,7 +65,7 @@ def test_poison_records_go_to_the_dlq_and_the_job_goes_on(stack: StackConfig) ->
     finally:
         client.cancel().result()
     assert status == "RUNNING"
-    assert _counted(kafka) == N_VALID
+    assert reflected_events(kafka) == N_VALID
     headers = [{k: v.decode() for k, v in m.headers()} for m in read_all(kafka, "behaviour.events.dlq")]
     assert sorted(h["error_class"] for h in headers) == ["MalformedRecord"] * 3
     by_size = sorted(headers, key=lambda h: int(h["payload_bytes"]))

@@ -1,8 +1,8 @@
 """SIGKILL the feature job mid-stream and restart it with the plain documented command.
 
 ``pricestream jobs run features`` resumes from the latest retained checkpoint by default. The
-tiles are upserts delivered at-least-once, so the restart replays some of them; the online writer's
-per-tile version check makes the replay harmless. The values served from Redis must then equal
+value rows are delivered at-least-once, so the restart replays some of them; the online writer's
+version check makes the replay harmless. The values served from Redis must then equal
 those of an uninterrupted run over the same events, for every key, with no event lost (counts
 exactly; means up to the rounding of the window's running sums, which saw other intermediate tiles).
 """
@@ -43,7 +43,7 @@ from infra.processes import end_tree
 from pipelines.config import FeatureJobConfig
 from pipelines.feature_job import latest_checkpoint, run
 from tests.integration._features_helpers import drop_project_keys
-from tests.integration.flink_helpers import feature_rows, make_topics, publish, read_all
+from tests.integration.flink_helpers import feature_rows, make_topics, publish, read_all, reflected_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.flink]
 
@@ -78,16 +78,6 @@ def _events(start: int, n: int) -> list[Record]:
     return out
 
 
-def _counted(kafka: KafkaConfig, topic: str = "features.v1") -> int:
-    """Events in the newest row of each hotel tile (each event is in exactly one)."""
-    newest: dict[tuple, dict] = {}
-    for r in (json.loads(m.value()) for m in read_all(kafka, topic, idle_polls=2)):
-        key = (r["hotel_id"], r["tile_start"])
-        if r["view"] == "hotel_stats" and (key not in newest or r["version"] > newest[key]["version"]):
-            newest[key] = r
-    return int(sum(r["features"]["n"] for r in newest.values()))
-
-
 def _start(env: dict[str, str], log: Path) -> subprocess.Popen:
     argv = [str(Path(sys.executable).with_name("pricestream")), "jobs", "run", "features"]
     return subprocess.Popen(argv, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
@@ -117,7 +107,7 @@ def test_kill_and_plain_restart_serve_the_values_of_an_uninterrupted_run(stack: 
     job = _start(env, log)
     try:
         deadline = time.monotonic() + 600
-        while time.monotonic() < deadline and _counted(kafka) == 0:
+        while time.monotonic() < deadline and reflected_events(kafka) == 0:
             assert job.poll() is None, log.read_text()[-3000:]
             time.sleep(2)
         # more data arrives while the job runs, 50 events every 0.5 s ...
@@ -134,12 +124,12 @@ def test_kill_and_plain_restart_serve_the_values_of_an_uninterrupted_run(stack: 
     assert trickle.is_alive(), "every event was published before the kill: not mid-stream"
     trickle.join()
     assert latest_checkpoint(checkpoints) is not None, "no completed checkpoint before the kill"
-    assert _counted(kafka) < N_EVENTS
+    assert reflected_events(kafka) < N_EVENTS
 
     restarted = _start(env, log)  # the same command, nothing added
     try:
         deadline = time.monotonic() + 600
-        while time.monotonic() < deadline and _counted(kafka) < N_EVENTS:
+        while time.monotonic() < deadline and reflected_events(kafka) < N_EVENTS:
             assert restarted.poll() is None, log.read_text()[-3000:]
             time.sleep(3)
         time.sleep(3)  # a replayed row would show up now
@@ -152,7 +142,7 @@ def test_kill_and_plain_restart_serve_the_values_of_an_uninterrupted_run(stack: 
     assert "stopped with a savepoint at" in log.read_text() and restarted.returncode == 0
     newest = latest_checkpoint(checkpoints)
     assert newest is not None and newest.parent.name == "savepoints"  # where the next run resumes from
-    assert _counted(kafka) == N_EVENTS  # 0 lost, none counted twice
+    assert reflected_events(kafka) == N_EVENTS  # 0 lost
 
     reference = FeatureJobConfig(
         bootstrap_servers=stack.kafka_bootstrap, topic_prefix=kafka.topic_prefix, sink_topic="features.reference",
@@ -160,7 +150,7 @@ def test_kill_and_plain_restart_serve_the_values_of_an_uninterrupted_run(stack: 
         checkpoint_dir=tmp_path / "reference-checkpoints", group_id=f"ref-{uuid.uuid4().hex[:8]}",
     )
     run(reference)
-    assert _counted(kafka, "features.reference") == N_EVENTS
+    assert reflected_events(kafka, "features.reference") == N_EVENTS
     reference_rows = [json.loads(m.value()) for m in read_all(kafka, "features.reference")]
     got, want = _served(stack, tmp_path, rows), _served(stack, tmp_path, reference_rows)
     assert len(want) == 12 and all(v[0]["searches_7d"] is not None for v in want.values())

@@ -1,0 +1,263 @@
+package io.pricestream.flink;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.streaming.api.TimeDomain;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.types.Row;
+import org.apache.flink.util.Collector;
+
+/**
+ * The tiles of one entity (a stay, or a hotel) for every windowed view keyed like it, merged into
+ * window values on a processing-time flush.
+ *
+ * <p>Per event, each view's tile (the event time floored to the view's tile size) gets an O(1) update
+ * of its mergeable partials ({@code n}, {@code sum:c}, {@code n:c}, {@code sq:c}; the latest rate per
+ * competitor). The entity is then marked dirty, and at the next flush boundary (every
+ * {@code flush_ms} of processing time) it emits one row per changed view: the view's values as of the
+ * entity's newest event (its anchor) over the tiles that start at or after
+ * {@code floor(anchor, tile) - window}, the semantics of {@code events.catalog}. Tiles below that
+ * floor can never be in a window again (the anchor only grows) and are dropped; an event whose tile
+ * is already below the floor changes nothing for that view.
+ *
+ * <p>A row's {@code version} is the greatest source offset of the entity's events (they share a
+ * partition, keyed by hotel), so it grows with every change, a replay reproduces it, and the online
+ * writer's compare-and-set keeps the newest. An entity whose anchor is {@code horizon_ms} (the
+ * longest window, a tile and the allowed lateness) behind the watermark leaves the state: no event
+ * it can still accept would change a value. The end of a bounded input (the final watermark) flushes
+ * every entity.
+ */
+public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
+
+    private static final long serialVersionUID = 1L;
+    private static final long EVICT_ROUND_MS = 3_600_000L;
+
+    private final TileSpec spec;
+    private final TileSpec.Group group;
+    private transient ValueState<EntityState> state;
+
+    /** One entity's tiles, newest event time, version and publish time, and what changed since the last flush. */
+    public static final class EntityState {
+        public String[] keys;
+        public long anchor = Long.MIN_VALUE;
+        public long version = -1L;
+        public long publish = -1L;
+        public long evictAt = Long.MIN_VALUE;
+        public boolean dirty;
+        public boolean[] changed;
+        public List<TreeMap<Long, Tile>> tiles;
+
+        public EntityState() {}
+
+        EntityState(String[] keys, int views) {
+            this.keys = keys;
+            this.changed = new boolean[views];
+            this.tiles = new ArrayList<>(views);
+            for (int v = 0; v < views; v++) {
+                tiles.add(new TreeMap<>());
+            }
+        }
+    }
+
+    /** A tile's partials (in the view's order) and, for competitor-rate views, per competitor {rate, time, offset}. */
+    public static final class Tile {
+        public double[] p;
+        public HashMap<String, double[]> rates;
+
+        public Tile() {}
+
+        Tile(int partials, boolean withRates) {
+            this.p = new double[partials];
+            this.rates = withRates ? new HashMap<>() : null;
+        }
+    }
+
+    public TileAggregator(TileSpec spec, TileSpec.Group group) {
+        this.spec = spec;
+        this.group = group;
+    }
+
+    @Override
+    public void open(OpenContext context) {
+        state = getRuntimeContext().getState(
+            new ValueStateDescriptor<>("tiles", TypeInformation.of(EntityState.class)));
+    }
+
+    @Override
+    public void processElement(Row row, Context ctx, Collector<Row> out) throws Exception {
+        EntityState st = state.value();
+        if (st == null) {
+            String[] keys = new String[group.keyIdx.length];
+            for (int k = 0; k < keys.length; k++) {
+                keys[k] = (String) row.getField(group.keyIdx[k]);
+            }
+            st = new EntityState(keys, group.views.size());
+        }
+        long time = ((Number) row.getField(spec.timeIdx)).longValue();
+        long offset = ((Number) row.getField(spec.offsetIdx)).longValue();
+        Object published = row.getField(spec.publishIdx);
+        long anchor = Math.max(st.anchor, time);
+        for (int v = 0; v < group.views.size(); v++) {
+            TileSpec.View view = group.views.get(v);
+            long start = time - Math.floorMod(time, view.tileMs);
+            if (start < floorOf(view, anchor)) {
+                continue;  // the tile left this view's window for good
+            }
+            Tile tile = st.tiles.get(v).get(start);
+            if (tile == null) {
+                tile = new Tile(view.partials.size(), view.rates);
+                st.tiles.get(v).put(start, tile);
+            }
+            accumulate(view, tile, row, time, offset);
+            st.changed[v] = true;
+        }
+        st.anchor = anchor;
+        st.version = Math.max(st.version, offset);
+        if (published != null) {
+            st.publish = Math.max(st.publish, ((Number) published).longValue());
+        }
+        if (!st.dirty) {
+            st.dirty = true;
+            long now = ctx.timerService().currentProcessingTime();
+            ctx.timerService().registerProcessingTimeTimer(now - Math.floorMod(now, spec.flushMs) + spec.flushMs);
+        }
+        long evictAt = anchor + spec.horizonMs;
+        evictAt = evictAt - Math.floorMod(evictAt, EVICT_ROUND_MS) + EVICT_ROUND_MS;
+        if (evictAt > st.evictAt) {
+            st.evictAt = evictAt;
+            ctx.timerService().registerEventTimeTimer(evictAt);
+        }
+        state.update(st);
+    }
+
+    @Override
+    public void onTimer(long timestamp, OnTimerContext ctx, Collector<Row> out) throws Exception {
+        EntityState st = state.value();
+        if (st == null) {
+            return;
+        }
+        if (st.dirty) {
+            emit(st, out);
+        }
+        if (ctx.timeDomain() == TimeDomain.EVENT_TIME && timestamp >= st.evictAt) {
+            state.clear();
+        } else {
+            state.update(st);
+        }
+    }
+
+    private static long floorOf(TileSpec.View view, long anchor) {
+        return anchor - Math.floorMod(anchor, view.tileMs) - view.windowMs;
+    }
+
+    private void accumulate(TileSpec.View view, Tile tile, Row row, long time, long offset) {
+        double[] p = tile.p;
+        for (int i = 0; i < p.length; i++) {
+            TileSpec.Partial partial = view.partials.get(i);
+            if (partial.column < 0) {
+                p[i] += 1.0;  // n: every event of the tile
+                continue;
+            }
+            Object value = row.getField(partial.column);
+            if (value == null) {
+                continue;
+            }
+            double x = ((Number) value).doubleValue();
+            switch (partial.kind) {
+                case SUM: p[i] += x; break;
+                case COUNT: p[i] += 1.0; break;
+                default: p[i] += x * x; break;
+            }
+        }
+        if (tile.rates != null) {
+            Object competitor = row.getField(spec.competitorIdx);
+            Object rate = row.getField(spec.rateIdx);
+            if (competitor != null && rate != null) {
+                double[] held = tile.rates.get((String) competitor);
+                // the newest rate of a competitor in the tile: greatest event time, then greatest offset
+                if (held == null || held[1] < time || (held[1] == time && held[2] < offset)) {
+                    tile.rates.put((String) competitor, new double[] {((Number) rate).doubleValue(), time, offset});
+                }
+            }
+        }
+    }
+
+    private void emit(EntityState st, Collector<Row> out) {
+        for (int v = 0; v < group.views.size(); v++) {
+            if (!st.changed[v]) {
+                continue;
+            }
+            TileSpec.View view = group.views.get(v);
+            long floor = floorOf(view, st.anchor);
+            TreeMap<Long, Tile> tiles = st.tiles.get(v);
+            tiles.headMap(floor).clear();
+            double[] totals = new double[view.partials.size()];
+            Map<String, Double> latest = view.rates ? new HashMap<>() : null;
+            for (Tile tile : tiles.values()) {  // ascending: a newer tile's rate of a competitor wins
+                for (int i = 0; i < totals.length; i++) {
+                    totals[i] += tile.p[i];
+                }
+                if (latest != null) {
+                    for (Map.Entry<String, double[]> e : tile.rates.entrySet()) {
+                        latest.put(e.getKey(), e.getValue()[0]);
+                    }
+                }
+            }
+            double[] rates = null;
+            if (latest != null) {
+                rates = new double[latest.size()];
+                int r = 0;
+                for (double rate : latest.values()) {
+                    rates[r++] = rate;
+                }
+                Arrays.sort(rates);
+            }
+            Map<String, Double> values = new HashMap<>();
+            for (TileSpec.Feature f : view.features) {
+                values.put(f.name, value(f, totals, rates));
+            }
+            // the columns of TileJob.OUTPUT_NAMES, by position
+            Row row = Row.of(st.keys[0], st.keys.length > 1 ? st.keys[1] : null, st.keys.length > 2 ? st.keys[2] : null,
+                view.name, st.anchor, st.version, st.publish, values);
+            out.collect(row);
+            st.changed[v] = false;
+        }
+        st.dirty = false;
+    }
+
+    private static Double value(TileSpec.Feature f, double[] totals, double[] rates) {
+        switch (f.op) {
+            case "sum":
+                return totals[f.sum];
+            case "comp_median": {
+                int m = rates.length;
+                if (m == 0) {
+                    return null;
+                }
+                return m % 2 == 1 ? rates[m / 2] : (rates[m / 2 - 1] + rates[m / 2]) / 2.0;
+            }
+            case "comp_min":
+                return rates.length == 0 ? null : rates[0];
+            default: {  // mean, std (population)
+                double n = totals[f.count];
+                if (n < 0.5) {
+                    return null;
+                }
+                double mean = totals[f.sum] / n;
+                if ("mean".equals(f.op)) {
+                    return mean;
+                }
+                return Math.sqrt(Math.max(totals[f.squares] / n - mean * mean, 0.0));
+            }
+        }
+    }
+}

@@ -1,0 +1,73 @@
+package io.pricestream.flink;
+
+import java.io.IOException;
+
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.types.Row;
+
+/**
+ * The tiled views on the JVM: the valid events, keyed per entity group, into {@link TileAggregator}s;
+ * their window-value rows unioned into one stream. PyFlink calls {@link #apply} between the job's SQL
+ * parts (the parse and the DLQ before, the {@code features.v1} sink after).
+ */
+public final class TileJob {
+
+    /** Columns of an output row, in order (the {@code features.v1} value, one row per entity and view). */
+    public static final String[] OUTPUT_NAMES = {
+        "hotel_id", "room_type", "stay_date", "view", "feature_time", "version", "publish_time", "features"};
+
+    private TileJob() {}
+
+    /** Type of an output row. */
+    public static TypeInformation<Row> outputType() {
+        return Types.ROW_NAMED(OUTPUT_NAMES, Types.STRING, Types.STRING, Types.STRING, Types.STRING, Types.LONG,
+            Types.LONG, Types.LONG, Types.MAP(Types.STRING, Types.DOUBLE));
+    }
+
+    /** The window-value rows of every tiled view of {@code specJson} from the rows of {@code valid}. */
+    public static DataStream<Row> apply(DataStream<Row> valid, String specJson) throws IOException {
+        TileSpec spec = TileSpec.parse(specJson);
+        DataStream<Row> out = null;
+        for (TileSpec.Group group : spec.groups) {
+            DataStream<Row> values = valid
+                .keyBy(new EntityKey(group.keyIdx))
+                .process(new TileAggregator(spec, group))
+                .returns(outputType())
+                .name("tiles: " + group.name)
+                .uid("pricestream-tiles-" + group.name);
+            out = out == null ? values : out.union(values);
+        }
+        if (out == null) {
+            throw new IllegalArgumentException("tile spec: got no view groups, expected at least one");
+        }
+        return out;
+    }
+
+    /** The entity key of a row: its key columns joined by NUL (no id may hold a control character). */
+    public static final class EntityKey implements KeySelector<Row, String> {
+        private static final long serialVersionUID = 1L;
+        private final int[] keyIdx;
+
+        EntityKey(int[] keyIdx) {
+            this.keyIdx = keyIdx;
+        }
+
+        @Override
+        public String getKey(Row row) {
+            if (keyIdx.length == 1) {
+                return (String) row.getField(keyIdx[0]);
+            }
+            StringBuilder key = new StringBuilder();
+            for (int k = 0; k < keyIdx.length; k++) {
+                if (k > 0) {
+                    key.append('\0');
+                }
+                key.append((String) row.getField(keyIdx[k]));
+            }
+            return key.toString();
+        }
+    }
+}
