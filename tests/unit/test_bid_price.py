@@ -176,8 +176,8 @@ def test_stochastic_bid_prices_the_chance_that_the_last_room_sells() -> None:
 
 def test_beyond_trained_lets_a_binding_bid_price_past_the_trained_price_range(bundle: Path) -> None:
     features = {"views_7d": 40.0, "rooms_left": 1.0, "capacity": 40.0}
-    inside = load_pricer(bundle, capacity=BidPriceConfig(curve_mean_days=25.0))
-    beyond = load_pricer(bundle, capacity=BidPriceConfig(curve_mean_days=25.0, beyond_trained=True))
+    inside = load_pricer(bundle, capacity=BidPriceConfig(curve_mean_days=25.0, extrapolate=False))
+    beyond = load_pricer(bundle, capacity=BidPriceConfig(curve_mean_days=25.0, beyond_trained=True, extrapolate=False))
     a = inside.quote(request(30), features, floor=60.0, ceiling=900.0)
     b = beyond.quote(request(30), features, floor=60.0, ceiling=900.0)
     assert a.price <= 500.0 < b.price <= 900.0 and b.bid_price is not None and b.bid_price > 500.0
@@ -185,3 +185,34 @@ def test_beyond_trained_lets_a_binding_bid_price_past_the_trained_price_range(bu
     assert beyond.quote(request(30), spare, floor=60.0, ceiling=900.0).price == inside.quote(
         request(30), spare, floor=60.0, ceiling=900.0
     ).price
+
+
+def test_the_extrapolated_demand_prices_a_scarce_night_past_the_trained_range_and_falls_with_price(
+    bundle: Path,
+) -> None:
+    """Default pricer: past the trained range (60-500) demand continues as a logit tail, so a night with one
+    room left and many shoppers to come is priced above 500, and not at the ceiling when rooms are spare."""
+    pricer = load_pricer(bundle, capacity=BidPriceConfig(curve_mean_days=25.0))
+    scarce = pricer.quote(request(30), {"views_7d": 40.0, "rooms_left": 1.0, "capacity": 40.0}, floor=60.0,
+                          ceiling=2000.0)
+    spare = pricer.quote(request(30), {"views_7d": 4.0, "rooms_left": 30.0, "capacity": 40.0}, floor=60.0,
+                         ceiling=2000.0)
+    assert 500.0 < scarce.price < 2000.0 and spare.price < 500.0
+    probs = [p for _, p in sorted(scarce.candidates)]
+    assert all(b <= a + 1e-9 for a, b in zip(probs, probs[1:], strict=False))  # monotone, also past 500
+
+
+def test_a_long_stay_is_priced_against_a_smaller_cost_per_night(bundle: Path) -> None:
+    """A booking takes a room of its check-in night and pays price x nights: a 6-night request faces a sixth of
+    a 1-night request's cost per night (``nights_per_booking`` 2: a third and twice the bid), so it gets a lower price."""
+    from pricing.bid_price import cost_per_night
+
+    cfg = BidPriceConfig(curve_mean_days=25.0, nights_per_booking=2.0)
+    pricer = load_pricer(bundle, capacity=cfg)
+    features = {"views_7d": 40.0, "rooms_left": 3.0, "capacity": 40.0}
+    one = pricer.quote(request(30), features, floor=60.0, ceiling=2000.0)
+    long_req = request(30).model_copy(update={"nights": 6})
+    six = pricer.quote(long_req, features, floor=60.0, ceiling=2000.0)
+    assert one.bid_price is not None and one.bid_price > 0.0 and six.bid_price == pytest.approx(one.bid_price)
+    assert six.price < one.price
+    assert cost_per_night(one.bid_price, 6, cfg) == pytest.approx(one.bid_price / 3.0)

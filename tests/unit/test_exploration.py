@@ -58,6 +58,7 @@ def test_a_real_pricer_logs_the_propensity_on_the_decision(tmp_path_factory: pyt
     frame = pd.DataFrame(rng.uniform(0, 1, size=(1500, len(LIGHT_COLUMNS))), columns=list(LIGHT_COLUMNS))
     frame["price"] = np.exp(rng.uniform(math.log(60.0), math.log(500.0), 1500))
     frame["booked"] = (rng.random(1500) < 1 / (1 + (frame["price"] / 170.0) ** 2.5)).astype(int)
+    frame["base_rate"] = 150.0  # the rules' base rate below: the pooled price response is relative to it
     bundle = train_bundle(frame, tmp_path_factory.mktemp("light"), tier="light", config=DemandModelConfig()).path
     plain = load_pricer(bundle)
     band = ExplorationConfig(band=0.1, arms=3)

@@ -80,8 +80,9 @@ def test_grid_sizes(light: LightPricer, heavy: HeavyPricer, typical: dict[str, f
 def test_heavy_uncertainty_is_positive_and_grows_off_distribution(
     heavy: HeavyPricer, typical: dict[str, float | None]
 ) -> None:
-    on = heavy.quote(req(), typical, floor=60.0, ceiling=400.0)
-    off = heavy.quote(req(), {**typical, **OFF}, floor=60.0, ceiling=400.0)
+    myopic = load_pricer(heavy.path, capacity=None)  # no bid price: the same price, only the inputs move off
+    on = myopic.quote(req(), typical, floor=60.0, ceiling=400.0)
+    off = myopic.quote(req(), {**typical, **OFF}, floor=60.0, ceiling=400.0)
     assert on.uncertainty > 0.0
     assert off.uncertainty > on.uncertainty
     assert heavy.ood_distance(req(), typical) == 0.0
@@ -165,7 +166,8 @@ def test_impossible_bounds_raise(light: LightPricer) -> None:
 
 
 def test_concurrent_quotes_match_sequential(heavy: HeavyPricer, typical: dict[str, float | None]) -> None:
-    cases = [(req(lead), {**typical, "occupancy": occ}) for lead in (1, 30, 90) for occ in (0.1, 0.5, 0.9)]
+    cases = [(req(lead), {**typical, "occupancy": occ, "rooms_left": left})
+             for lead in (1, 30, 90) for occ, left in ((0.1, 30.0), (0.5, 6.0), (0.9, 1.0))]
     expected = [heavy.quote(r, f, floor=50.0, ceiling=500.0).price for r, f in cases]
     got: dict[int, list[float]] = {}
 
