@@ -203,8 +203,8 @@ def test_the_extrapolated_demand_prices_a_scarce_night_past_the_trained_range_an
 
 
 def test_a_long_stay_is_priced_against_a_smaller_cost_per_night(bundle: Path) -> None:
-    """A booking takes a room of its check-in night and pays price x nights: a 6-night request faces a sixth of
-    a 1-night request's cost per night (``nights_per_booking`` 2: a third and twice the bid), so it gets a lower price."""
+    """A booking takes a room of its check-in night and pays price x nights: with ``nights_per_booking`` 2 a
+    6-night request faces a third of the bid per night (a 1-night one twice the bid), so it gets a lower price."""
     from pricing.bid_price import cost_per_night
 
     cfg = BidPriceConfig(curve_mean_days=25.0, nights_per_booking=2.0)

@@ -52,7 +52,8 @@ def test_the_fit_refuses_what_it_cannot_identify() -> None:
 
 def test_the_bundle_stores_it_and_the_tier_prices_with_it(tmp_path_factory: pytest.TempPathFactory) -> None:
     frame = labels(4000, 3.0, seed=2)
-    path = train_bundle(frame, tmp_path_factory.mktemp("light"), tier="light", config=DemandModelConfig(num_trees=40)).path
+    config = DemandModelConfig(num_trees=40)
+    path = train_bundle(frame, tmp_path_factory.mktemp("light"), tier="light", config=config).path
     stored = PriceResponse.from_json(json.loads((path / META_FILE).read_text())["price_response"])
     assert stored is not None and stored.beta == pytest.approx(3.0, rel=0.3)
     pooled, tree = load_pricer(path, capacity=None), load_pricer(path, capacity=None, price_response=False)
