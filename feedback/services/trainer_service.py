@@ -230,6 +230,7 @@ class TrainerService(Step[TrainingExample]):
         members, meta = load_boosters(current.path)
         batch = batch.reindex(columns=list(dict.fromkeys([*meta["columns"], *batch.columns])))
         probs = predict(members, frame_matrix(batch, meta["columns"]))
+        before = self.guard.state_dict()  # a batch the guarded update refuses must not enter the guard's history
         verdict = self.guard.check(batch, probs, batch_id=f"{current.version}-{batch['decision_id'].iloc[0][:8]}")
         if not verdict.accepted:
             qpath = None if verdict.quarantine_path is None else str(verdict.quarantine_path)
@@ -239,6 +240,7 @@ class TrainerService(Step[TrainingExample]):
         result = guarded_update(str(current.path), batch, snapshot.frame, seed=self.config.seed,
                                 config=self.config.guard)
         if not result.accepted:
+            self.guard.load_state(before)
             out = UpdateOutcome(False, "guard", result.reason, len(batch), parent=current.version,
                                 metrics=dict(result.metrics))
             return self._reject(out, snapshot)
