@@ -35,12 +35,10 @@ with a 95% t-interval over seeds. Writes ``reports/revenue.png``.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -49,8 +47,9 @@ import yaml
 from stream_features import AtRequestTime, StreamFeatures
 
 from events.models import PricingRequest
-from events.simulator import DPOracle, Market, Simulation, oracle_policy, static_policy, training_frame
+from events.simulator import DPOracle, Market, oracle_policy, static_policy, training_frame
 from events.simulator.calibration import _sample, measure
+from events.simulator.compare import Outcome, interval, run_window
 from events.simulator.presets import preset
 from events.simulator.shoppers import Offer, Policy
 from pricestream.demo import market_rule_spec
@@ -64,7 +63,6 @@ from pricing.training import train_bundle
 from routing.router import TieredRouter
 
 POLICIES = ("static", "rules", "pricestream", "myopic", "dp", "dp_channel")
-WARMUP_DAYS = 14
 BAND = (0.25, 4.0)
 """Floor and ceiling as multiples of a room's reference price: the oracles' price range, so that no policy is capped
 where another is not (the calibrated resort swings ~4x over a year)."""
@@ -73,53 +71,10 @@ DEADLINE_MS = 60_000.0
 DEFAULT_START = "2026-05-01T00:00:00+00:00"
 """May and June: the resort fills towards its August peak and the city is at its busiest, so inventory binds
 (in January the resort sells ~5% of its rooms and any price loses little)."""
-_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
-@dataclass(frozen=True)
-class Outcome:
-    revenue: float
-    gross: float
-    room_nights: float
-    sold: int
-    capacity: int
-
-    @property
-    def occupancy(self) -> float:
-        return self.sold / self.capacity if self.capacity else float("nan")
-
-    @property
-    def adr(self) -> float:
-        return self.gross / self.room_nights if self.room_nights else float("nan")
-
-
-def run(market: Market, policy: Policy, *, start: datetime, days: int, seed: int,
-        on_event: Callable[[object], None] | None = None) -> Outcome:
-    """One simulated run: warm-up at the static price, then ``policy`` for ``days``."""
-    static = static_policy(market)
-
-    def priced(offer: Offer) -> float:
-        return static(offer) if offer.at < start else policy(offer)
-
-    sim = Simulation(market, start=start - timedelta(days=WARMUP_DAYS), duration=timedelta(days=WARMUP_DAYS + days),
-                     policy=priced, rng_seed=seed)
-    cancel = {s.name: s.cancel_rate for s in market.config.segments}
-    revenue = gross = room_nights = 0.0
-    first, last = start.date(), (start + timedelta(days=days)).date()
-    for event in sim:
-        if on_event is not None:
-            on_event(event)
-        if event.event_type == "booking" and event.event_time >= start and event.stay_date < last:  # type: ignore[attr-defined]
-            amount = event.price_paid * event.rooms * event.nights  # type: ignore[attr-defined]
-            gross += amount
-            revenue += amount * (1.0 - cancel[event.segment])  # type: ignore[attr-defined]
-            room_nights += event.rooms * event.nights  # type: ignore[attr-defined]
-    sold = cap = 0
-    for (hotel, room, night), left in sim.checkins.items():
-        if first <= night < last:
-            c = market.capacity(hotel, room)
-            sold, cap = sold + c - left, cap + c
-    return Outcome(revenue, gross, room_nights, sold, cap)
+run = run_window
+"""The simulated window (``events.simulator.compare.run_window``): the same run a demo's comparison makes."""
 
 
 def history(
@@ -225,15 +180,6 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                 say(f"{name} seed {seed} {policy_name:11s} revenue {out.revenue:12,.0f} occupancy "
                     f"{out.occupancy:.3f} ADR {out.adr:7.2f} ({time.perf_counter() - t1:.1f}s)")
     return results
-
-
-def interval(x: list[float]) -> tuple[float, float, float]:
-    """Mean and 95% t-interval over seeds."""
-    a = np.asarray(x)
-    if len(a) < 2:
-        return float(a.mean()), float("nan"), float("nan")
-    half = _T975.get(len(a) - 1, 1.96) * float(a.std(ddof=1)) / math.sqrt(len(a))
-    return float(a.mean()), float(a.mean() - half), float(a.mean() + half)
 
 
 def report(name: str, results: dict[str, list[Outcome]]) -> dict[str, tuple[float, float, float]]:
