@@ -82,3 +82,21 @@ def write_offline(max_idle: _MaxIdle = None) -> None:
         f"offline writer: polled {stats.polled}, written {stats.written} in {stats.flushes} flushes, "
         f"dead-lettered {stats.dead_lettered}; store {config.offline}"
     )
+
+
+@app.command("compact")
+def features_compact(
+    target_mb: Annotated[float, typer.Option(min=0.01, help="target size of a merged parquet file, MiB")] = 64.0,
+) -> None:
+    """Merge the offline store's small parquet parts, per date partition, into files of the target size."""
+    from rich.progress import Progress
+
+    from features.compaction import compact
+
+    root = settings().offline()
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task(f"compacting {root}", total=None)
+        result = compact(root, target_bytes=int(target_mb * (1 << 20)),
+                         progress=lambda done, total: bar.update(task, completed=done, total=total))
+    out.print(f"compacted {result.partitions} partition(s) under {root}: "
+              f"{result.files_before:,} parquet files -> {result.files_after:,}")
