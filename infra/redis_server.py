@@ -6,7 +6,7 @@ file of one user per role and the ``default`` user off, passwords stored as sha2
 * ``admin``: everything (start-up checks, operators);
 * ``scorer``: reads feature hashes only (``HGET``/``HMGET``/``HGETALL``/``EXISTS`` on keys
   matching ``*<project>``); no write, no ``FLUSHALL``, no ``CONFIG``;
-* ``writer``: the online writer: hash reads and writes and the compare-and-set / tile Lua
+* ``writer``: the online writer: hash reads and writes and the compare-and-set Lua
   scripts (``EVALSHA``/``EVAL``/``SCRIPT LOAD``) on the same key pattern, nothing else.
 
 Example:

@@ -1,7 +1,7 @@
 """Redis ACLs of a secure stack: a real redis-server started by ``infra.redis_server`` with ``secure=True``.
 
 The scorer's user reads feature hashes and nothing else (``NOPERM`` for SET, FLUSHALL, CONFIG);
-the writer's user still runs the online writer's compare-and-set and tile Lua scripts; the
+the writer's user still runs the online writer's compare-and-set Lua script; the
 default user is off.
 """
 
@@ -84,25 +84,22 @@ def test_the_writer_cannot_touch_keys_outside_its_pattern_nor_flush(secure: Stac
         writer.execute_command("SET", f"x{PROJECT}", "1")  # hashes only
 
 
-def _tile_row(hotel: str, *, version: int) -> FeatureRow:
+def _window_row(hotel: str, *, version: int) -> FeatureRow:
+    """A windowed view's value row, as the feature job's tile operator writes it."""
     view = SPECS[TILED_VIEWS[0]]
-    assert view.tile_ms is not None
-    partials: dict[str, float | None] = {name: float(version) for name in view.partials}
-    rates = {"comp-a": 120.0 + version} if view.competitor_rates else None
     stay_key = "room_type" in view.keys
-    start = (T0_MS // view.tile_ms) * view.tile_ms
     return FeatureRow(hotel_id=hotel, view=view.name, room_type="std" if stay_key else None,
-                      stay_date="2026-12-24" if stay_key else None, feature_time=start + 1000 + version,
-                      version=version, publish_time=start + 1000 + version, features=partials, tile_start=start,
-                      rates=rates)
+                      stay_date="2026-12-24" if stay_key else None, feature_time=T0_MS + 1000 + version,
+                      version=version, publish_time=T0_MS + 1000 + version,
+                      features={name: float(version) for name in view.names})
 
 
 def test_the_writer_compare_and_sets_and_the_scorer_reads(secure: StackConfig, tmp_path: Path) -> None:
     config = _features(secure, tmp_path)
     writer = OnlineWriter(config, client=_client(secure, "writer"))
-    first = writer.write_rows([make_row("stay_inventory", "h1", version=5), _tile_row("h1", version=5)])
+    first = writer.write_rows([make_row("stay_inventory", "h1", version=5), _window_row("h1", version=5)])
     assert first.written == 2
-    stale = writer.write_rows([make_row("stay_inventory", "h1", version=4), _tile_row("h1", version=4)])
+    stale = writer.write_rows([make_row("stay_inventory", "h1", version=4), _window_row("h1", version=4)])
     assert (stale.written, stale.skipped_stale) == (0, 2)  # the scripts compared versions under the writer's ACL
     newer = writer.write_rows([make_row("stay_inventory", "h1", version=6)])
     assert newer.written == 1
