@@ -27,6 +27,7 @@ already has features.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -394,8 +395,6 @@ def _advance_rollout(run: _Run, report: DemoReport, *, seed: int) -> None:
 
 def _await_serving_stage(run: _Run, stage: str) -> None:
     """Until serve's ``/healthz`` shows the rollout in ``stage`` (it follows the state file, no restart)."""
-    import time
-
     deadline = time.monotonic() + _FOLLOW_WAIT_S
     while time.monotonic() < deadline:
         body = run.deployment.health("serve")
@@ -428,8 +427,6 @@ def _await_features(run: _Run, before: int, say: Progress) -> None:
     scorer would price the next day on a store that is still empty. Caught up means the online
     writer consumed rows since ``before`` and then nothing new, at lag 0, for ``_FEATURES_SETTLED_S``.
     """
-    import time
-
     say("waiting for the feature job to bring the day's features to the online store")
     deadline = time.monotonic() + _FEATURES_WAIT_S
     while time.monotonic() < deadline and _consumed_features(run) <= before:
