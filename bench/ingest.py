@@ -28,6 +28,8 @@ import json
 import multiprocessing as mp
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -391,34 +393,61 @@ def throughput(stack: StackConfig, args: argparse.Namespace) -> dict:
           f"{os.cpu_count()} idle cores would carry ~{(os.cpu_count() or 1) * 1e6 / cpu_us:,.0f} events/s")
     print(f"  events to the DLQ: {out['dlq_records']} (late or invalid)")
     print_profile(watched["vertices"])
-    for peer in ("over", "parse-only", "source-only"):
-        out.update(job_peer(job_config, n, peer))
-    out["over_to_tiled_cpu"] = out["over_jvm_cpu_us_per_event"] / out["jvm_cpu_us_per_event"]
-    print(f"  peer, the OVER job on the same events: {out['over_job_eps']:,.0f} events/s, JVM "
-          f"{out['over_jvm_cpu_us_per_event']:,.0f} us per event -> OVER / tiled CPU per event "
-          f"{out['over_to_tiled_cpu']:.1f}x (the tiled job ran first, on a colder JVM)")
-    print(f"  ceiling, parse + validate + DLQ alone: {out['parse-only_job_eps']:,.0f} events/s, JVM "
-          f"{out['parse-only_jvm_cpu_us_per_event']:,.0f} us per event (the tiles add "
-          f"{out['jvm_cpu_us_per_event'] - out['parse-only_jvm_cpu_us_per_event']:,.0f} us)")
-    print(f"  engine ceiling, Kafka source -> blackhole, no parse: {out['source-only_job_eps']:,.0f} events/s, JVM "
-          f"{out['source-only_jvm_cpu_us_per_event']:,.0f} us per event")
+    out.update(marginal_cpu(stack, kafka, job_config, payloads, small=max(n // 4, 1000)))
     return out
 
 
-def job_peer(job_config: FeatureJobConfig, n: int, job: str) -> dict:
-    """A peer job, bounded, on the same topic (its own group, checkpoints and sinks): rate and JVM CPU per event."""
+MARGINAL_JOBS = ("tiled", "over", "parse-only", "source-only")
+
+
+def marginal_cpu(stack: StackConfig, kafka: KafkaConfig, job_config: FeatureJobConfig,
+                 payloads: list[tuple[bytes, dict]], *, small: int) -> dict:
+    """JVM CPU per event of each job, marginal: (CPU over all n events - CPU over the first ``small``) / difference.
+
+    Each run is a bounded job in a fresh process (a cold JVM each time: start-up, planning and JIT
+    cancel out in the difference), on the same events. The issue's own method ("marginal, two sizes").
+    """
+    small_kafka = KafkaConfig(bootstrap_servers=kafka.bootstrap_servers, topic_prefix=f"{kafka.topic_prefix}s-")
+    make_topics(small_kafka)
+    produce_all(small_kafka, payloads[:small])
+    out: dict = {}
+    n = len(payloads)
+    for job in MARGINAL_JOBS:
+        cpu = {size: _job_cpu(job_config, prefix, job) for size, prefix in ((n, kafka.topic_prefix),
+                                                                            (small, small_kafka.topic_prefix))}
+        per_event = 1e6 * (cpu[n]["jvm_cpu_s"] - cpu[small]["jvm_cpu_s"]) / (n - small)
+        rate = (n - small) / max(cpu[n]["run_s"] - cpu[small]["run_s"], 1e-9)
+        out[f"{job}_jvm_cpu_us_per_event"], out[f"{job}_job_eps"] = per_event, rate
+        print(f"  {job:12s} JVM CPU {cpu[small]['jvm_cpu_s']:6.1f} s for {small:,} events, "
+              f"{cpu[n]['jvm_cpu_s']:6.1f} s for {n:,} -> {per_event:,.1f} us per event (marginal), "
+              f"{rate:,.0f} events/s marginal wall")
+    out["over_to_tiled_cpu"] = out["over_jvm_cpu_us_per_event"] / out["tiled_jvm_cpu_us_per_event"]
+    print(f"  OVER / tiled JVM CPU per event (marginal): {out['over_to_tiled_cpu']:.1f}x; the tiles add "
+          f"{out['tiled_jvm_cpu_us_per_event'] - out['parse-only_jvm_cpu_us_per_event']:,.1f} us to the parse, "
+          f"the parse {out['parse-only_jvm_cpu_us_per_event'] - out['source-only_jvm_cpu_us_per_event']:,.1f} us "
+          f"to the engine's bare Kafka source ({out['source-only_jvm_cpu_us_per_event']:,.1f} us)")
+    return out
+
+
+def _job_cpu(job_config: FeatureJobConfig, prefix: str, job: str) -> dict:
+    """Run ``job`` bounded over the topics of ``prefix`` in a fresh process; its JVM CPU and run time."""
+    run = uuid.uuid4().hex[:8]
     config = job_config.model_copy(update={
-        "group_id": f"{job_config.group_id}-{job}",
-        "transactional_id_prefix": f"{job_config.transactional_id_prefix}{job}",
-        "checkpoint_dir": Path(f"{job_config.checkpoint_dir}-{job}"),
+        "topic_prefix": prefix, "group_id": f"{run}-{job}", "transactional_id_prefix": f"{run}{job}",
+        "checkpoint_dir": Path(tempfile.gettempdir()) / "pricestream-bench" / f"{run}-{job}",
+        "sink_topic": OVER_TOPIC if job == "over" else job_config.sink_topic,
     })
-    port = free_port()
-    watched = watch_job(port, start_job(config, port, job=job))
-    first = watched["source_first_s"]
-    cpu_s = watched.get("jvm_cpu_last_s", 0.0) - watched.get("jvm_cpu_at_first_s", 0.0)
-    per_event = 1e6 * cpu_s / n  # bounded: all n events, source start to job end
-    return {f"{job}_state": watched["state"], f"{job}_jvm_cpu_us_per_event": per_event,
-            f"{job}_job_eps": n / (watched["end_s"] - first) if first is not None else float("nan")}
+    argv = [sys.executable, str(Path(__file__).resolve()), "--run-job", job, "--job-config", config.model_dump_json()]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=1800)  # noqa: S603
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _run_job_main(job: str, config_json: str) -> None:
+    """``--run-job``: one bounded job in this process; prints its JVM CPU and wall time as JSON."""
+    config = FeatureJobConfig.model_validate_json(config_json)
+    t0 = time.perf_counter()
+    start_job(config, free_port(), job=job).wait()
+    print(json.dumps({"jvm_cpu_s": jvm_cpu_s(), "run_s": time.perf_counter() - t0}))
 
 
 def freshness(stack: StackConfig, args: argparse.Namespace, *, delivery: str, rate: float) -> dict:
@@ -482,7 +511,12 @@ def main() -> None:
     parser.add_argument("--backlog-idle-timeout-ms", type=int, default=120_000)
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--run-job", choices=MARGINAL_JOBS, help=argparse.SUPPRESS)
+    parser.add_argument("--job-config", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.run_job:
+        _run_job_main(args.run_job, args.job_config)
+        return
     stack = Settings().stack()  # the PRICESTREAM_* ports and state dir, as every command
     print(f"load average at start: {os.getloadavg()[0]:.2f} (cores: {os.cpu_count()})")
     figures: dict = {"load_start": os.getloadavg()[0], "freshness": []}
@@ -511,7 +545,9 @@ def summary_line(figures: dict) -> str:
     t = figures.get("throughput")
     if t:
         parts.append(f"sustained {t['sustained_eps']:,.0f} events/s producer->Redis; CPU/event JVM "
-                     f"{t['jvm_cpu_us_per_event']:,.0f} us + writer {t['writer_cpu_us_per_event']:,.0f} us; "
+                     f"{t['tiled_jvm_cpu_us_per_event']:,.0f} us (marginal) + writer "
+                     f"{t['writer_cpu_us_per_event']:,.0f} us; engine ceiling (bare source) "
+                     f"{t['source-only_jvm_cpu_us_per_event']:,.1f} us; "
                      f"OVER/tiled JVM CPU {t['over_to_tiled_cpu']:.1f}x; peer consumer {t['peer_consume_eps']:,.0f}/s")
     for f in figures["freshness"]:
         parts.append(f"freshness {f['delivery']} at {f['rate']:,.0f}/s p50 {f['p50_s'] * 1000:.0f} ms "

@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -96,7 +97,13 @@ def cas_args(row: FeatureRow) -> list[bytes | str]:
 
 
 def row_key(row: FeatureRow, project: str) -> bytes:
-    return redis_key(VIEWS[row.view][0], row.key, project)
+    return _entity_key(VIEWS[row.view][0], row.key, project)
+
+
+@lru_cache(maxsize=65_536)
+def _entity_key(keys: tuple[str, ...], values: tuple[str, ...], project: str) -> bytes:
+    """Feast's hash key of an entity, cached: a flush writes each entity's views together."""
+    return redis_key(keys, values, project)
 
 
 class OnlineWriter:

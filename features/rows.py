@@ -50,8 +50,9 @@ class FeatureRow:
     @property
     def key(self) -> tuple[str, ...]:
         """The view's entity key values, in catalogue order."""
-        keys = VIEWS[self.view][0]
-        return tuple(str(getattr(self, k)) for k in keys)
+        if self.room_type is None or self.stay_date is None:  # only a hotel view lacks them (parse_row checks)
+            return (self.hotel_id,)
+        return (self.hotel_id, self.room_type, self.stay_date)
 
     @property
     def feature_datetime(self) -> datetime:
