@@ -42,7 +42,9 @@ class FeatureJobConfig(BaseModel):
     idle_timeout_ms: int = Field(default=60_000, gt=0)
     watermark_emit: Literal["on-periodic", "on-event"] = "on-periodic"
     """on-event: a watermark after every record (deterministic lateness in tests, lower latency)."""
-    checkpoint_interval_ms: int = Field(default=2000, gt=0)
+    checkpoint_interval_ms: int = Field(default=10_000, gt=0)
+    """Output does not wait for checkpoints (idempotent rows): they bound the replay after a crash. Each is a
+    full snapshot of the tiles (heap state), so every 2 s cost ~40 us per event at 2,000 events/s."""
     checkpoint_dir: Path | None = None
     restore_from: Path | None = None
     allowed_lateness_ms: int = Field(default=86_400_000, ge=0)

@@ -18,8 +18,8 @@ from pathlib import Path
 from pyflink.common import Configuration
 from pyflink.datastream import DataStream, StreamExecutionEnvironment
 from pyflink.java_gateway import get_gateway
-from pyflink.util.java_utils import add_jars_to_context_class_loader
 from pyflink.table import DataTypes, Schema, StatementSet, StreamTableEnvironment, TableResult
+from pyflink.util.java_utils import add_jars_to_context_class_loader
 
 from events.contract import encoded_job_spec
 from pipelines.config import FeatureJobConfig

@@ -110,8 +110,8 @@ def test_kill_and_plain_restart_serve_the_values_of_an_uninterrupted_run(stack: 
         while time.monotonic() < deadline and reflected_events(kafka) == 0:
             assert job.poll() is None, log.read_text()[-3000:]
             time.sleep(2)
-        # more data arrives while the job runs, 50 events every 0.5 s ...
-        trickle = threading.Thread(target=lambda: [(publish(kafka, second[i:i + 50]), time.sleep(0.5))
+        # more data arrives while the job runs, 50 events every 1.5 s (longer than a checkpoint interval) ...
+        trickle = threading.Thread(target=lambda: [(publish(kafka, second[i:i + 50]), time.sleep(1.5))
                                                    for i in range(0, len(second), 50)])
         trickle.start()
         deadline = time.monotonic() + 120
