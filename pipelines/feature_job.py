@@ -66,7 +66,8 @@ def job_configuration(config: FeatureJobConfig) -> Configuration:
     # cut the job's CPU per event by ~9% (bench/ingest.py).
     conf.set_string("pipeline.object-reuse", "true")
     conf.set_string("table.exec.source.idle-timeout", f"{config.idle_timeout_ms} ms")
-    # No SQL state is kept (the tile operator keeps and evicts its own), so no state TTL.
+    # No aggregation runs in SQL (the tile operator keeps and evicts its own state): no mini-batch,
+    # whose assigner would also swap the event-time watermarks for processing-time ones, and no state TTL.
     conf.set_string("table.exec.mini-batch.enabled", "false")
     # Bad data never fails the job (it goes to the DLQ); a failure is infrastructure, so
     # retry a few times and then surface it instead of restarting forever.

@@ -34,7 +34,6 @@ def _kafka_with(config: FeatureJobConfig, topic: str, **extra: str) -> str:
 
 PARSE_FUNCTION = "io.pricestream.flink.ParseEvent"
 EVENT_TIME_FUNCTION = "io.pricestream.flink.EventTime"
-TILE_JOB_CLASS = "io.pricestream.flink.TileJob"
 
 
 def function_ddl() -> list[str]:
@@ -133,8 +132,9 @@ def parsed_query() -> str:
     ``parse_event`` (``pipelines/udf/.../ParseEvent.java``) applies the field rules that
     :func:`events.contract.job_spec` derives from the pydantic models, so the job and the SDK refuse
     the same records and name the same field; a valid row comes out typed, with its flags.
-    ``parsed`` has seven readers (the DLQ and every view); the planner would inline the lateral
-    call into each (their correlation ids differ, so no digest reuse): the job registers this query
+    ``parsed`` has several readers (the DLQ, the inventory rows, the tile operator's input); the planner
+    would inline the lateral call into each (their correlation ids differ, so no digest reuse): the job
+    registers this query
     behind a DataStream boundary (:func:`pipelines.feature_job.register_parsed`) instead. ``ts`` is
     renamed: the boundary restores it as the rowtime with the source's watermarks.
     """
