@@ -24,6 +24,9 @@ class FeatureJobConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     bootstrap_servers: str = "127.0.0.1:9092"
+    kafka_properties: dict[str, str] = Field(default_factory=dict)
+    """Extra client settings of every Kafka source and sink (librdkafka names without ``properties.``,
+    e.g. ``security.protocol``, ``sasl.jaas.config`` of a secure stack); secrets: never logged."""
     topic_prefix: str = ""
     source_topic: str = "behaviour.events"
     sink_topic: str = "features.v1"

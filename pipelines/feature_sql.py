@@ -27,9 +27,15 @@ def _kafka_with(config: FeatureJobConfig, topic: str, **extra: str) -> str:
         "connector": "kafka",
         "topic": config.topic(topic),
         "properties.bootstrap.servers": config.bootstrap_servers,
+        **{f"properties.{k}": v for k, v in config.kafka_properties.items()},
         **extra,
     }
-    return ",\n  ".join(f"'{k}' = '{v}'" for k, v in opts.items())
+    return ",\n  ".join(f"'{k}' = '{_quoted(v)}'" for k, v in opts.items())
+
+
+def _quoted(value: str) -> str:
+    """A SQL string literal's body (a JAAS line may hold quotes)."""
+    return value.replace("'", "''")
 
 
 PARSE_FUNCTION = "io.pricestream.flink.ParseEvent"
