@@ -36,7 +36,7 @@ def create_topics(
             continue
         new.append(
             NewTopic(name, num_partitions=spec.partitions, replication_factor=1,
-                     config={"retention.ms": str(spec.retention_ms)})
+                     config={"retention.ms": str(spec.retention_ms), "cleanup.policy": spec.cleanup_policy})
         )
     if not new:
         return result

@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +30,8 @@ class TopicSpec(BaseModel):
     retention_ms: int = 7 * _DAY_MS
     is_input: bool = True
     description: str = ""
+    cleanup_policy: Literal["delete", "compact"] = "delete"
+    """``compact`` keeps the newest record of every key (the control plane's state), ``delete`` ages records out."""
 
     @property
     def dlq(self) -> str:
@@ -45,6 +48,10 @@ _BASE = (
     ),
     TopicSpec(
         name="training.examples", partitions=3, retention_ms=30 * _DAY_MS, description="actively sampled examples"
+    ),
+    TopicSpec(
+        name="control.v1", partitions=1, key="control key", is_input=False, cleanup_policy="compact",
+        description="registry and rollout state for every serving replica (pricing.control_plane), one partition",
     ),
 )
 

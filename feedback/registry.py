@@ -12,6 +12,12 @@ atomically, under an exclusive lock on ``root/.lock``; readers never see a half
 written manifest. ``generation`` bumps on every promote and rollback, so a scorer
 can poll one integer and reload its models only when it changes.
 
+``on_change`` (optional) is called after every change is on disk, with the registry, the kind
+of change (``registered``, ``promoted``, ``rolled_back``) and the version concerned: the
+control plane (:mod:`pricing.control_plane`) publishes the new state to every serving
+replica from there. Calls that change nothing (registering the same bundle again, promoting
+the live version) do not call it.
+
 A bundle written by :func:`pricing.training.train_bundle` keeps its own version
 (``meta.json``) so that decisions' ``model_version`` matches the registry;
 registering the same bundle twice returns the same version.
@@ -38,7 +44,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -48,6 +54,7 @@ from typing import Any, Literal
 from feedback.errors import RegistryError, UnknownVersionError
 
 Status = Literal["registered", "promoted", "retired", "rolled_back"]
+Change = Literal["registered", "promoted", "rolled_back"]
 MANIFEST = "manifest.json"
 _FORMAT = 1
 _TIERS = ("rules", "light", "heavy")
@@ -90,11 +97,18 @@ class ModelRegistry:
 
     Args:
         root: registry directory (created if missing).
+        on_change: ``on_change(registry, change, version)`` after every change is written.
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        on_change: Callable[[ModelRegistry, Change, str], None] | None = None,
+    ) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.on_change = on_change
 
     # ------------------------------------------------------------------ reads
     @property
@@ -168,6 +182,7 @@ class ModelRegistry:
                 "created_at": datetime.now(tz=UTC).isoformat(),
                 "status": "registered",
             }
+        self._changed("registered", version)
         return version
 
     def promote(self, version: str) -> Entry:
@@ -190,7 +205,9 @@ class ModelRegistry:
             history.append(version)
             row["status"] = "promoted"
             manifest["generation"] += 1
-            return self._entry(manifest, version)
+            entry = self._entry(manifest, version)
+        self._changed("promoted", version)
+        return entry
 
     def rollback(self, tier: str) -> Entry:
         """Retire the live model of ``tier`` and promote the one live before it.
@@ -206,9 +223,15 @@ class ModelRegistry:
             manifest["versions"][history.pop()]["status"] = "rolled_back"
             manifest["versions"][history[-1]]["status"] = "promoted"
             manifest["generation"] += 1
-            return self._entry(manifest, history[-1])
+            entry = self._entry(manifest, history[-1])
+        self._changed("rolled_back", entry.version)
+        return entry
 
     # ------------------------------------------------------------------ internals
+    def _changed(self, change: Change, version: str) -> None:
+        if self.on_change is not None:
+            self.on_change(self, change, version)
+
     def _entry(self, manifest: dict[str, Any], version: str) -> Entry:
         row = manifest["versions"].get(version)
         if row is None:

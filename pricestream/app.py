@@ -64,6 +64,8 @@ from routing.threshold_state import ThresholdStore
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    from pricing.control_kafka import ControlFollower
+    from pricing.control_plane import ControlState
     from pricing.service import ServiceConfig
 
 __all__ = [
@@ -135,6 +137,8 @@ class Follower:
     load_pricer: Callable[[Path], Any] | None = None
     """bundle dir -> pricer for a hot reload (the path's exploration setting); ``load_pricer`` when None."""
     errors: list[str] = field(default_factory=list)
+    control: ControlFollower | None = None
+    """With the Kafka control plane, models and rollout come from it (``pricestream.control``), not the files."""
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -156,10 +160,11 @@ class Follower:
                     del self.errors[:-20]
 
     def _models(self) -> None:
-        self.rollout.arms.incumbent.reload_from(self.registry, loader=self.load_pricer)
+        if self.control is None:
+            self.rollout.arms.incumbent.reload_from(self.registry, loader=self.load_pricer)
 
     def _rollout(self) -> None:
-        if self._rollout_file.changed():
+        if self.control is None and self._rollout_file.changed():
             state = self.delivery_state.load()
             if state is not None:
                 self.rollout.follow(state, load=self.load_candidate)
@@ -185,6 +190,8 @@ class Follower:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        if self.control is not None:
+            self.control.stop()
 
 
 @dataclass
@@ -219,7 +226,7 @@ class ServingPath:
 
 
 def candidate_loader(
-    incumbent: Scorer, registry: ModelRegistry, *, load_pricer: Callable[[Path], Any] | None = None
+    incumbent: Scorer, registry: ModelRegistry | ControlState, *, load_pricer: Callable[[Path], Any] | None = None
 ) -> Callable[[str], Scorer]:
     """``load(version)``: the incumbent with that version's model in its tier, its own router copy."""
 
@@ -263,8 +270,13 @@ def build_serving_path(
         on_progress: progress of loading (and a bootstrap training).
     """
     registry = ModelRegistry(settings.registry())
+    control = None
+    if settings.control_plane == "kafka":
+        from pricestream.control import follow_models
+
+        control = follow_models(settings, models=models, on_progress=on_progress)
     incumbent = build_scorer(settings, feature_source=feature_source, models=models, on_progress=on_progress,
-                             config=config)
+                             config=config, models_source=None if control is None else control.state)
     log_file = AuditLog(audit_path or settings.audit(), fsync_interval_s=settings.audit_flush_interval_s,
                         key=settings.audit_key, anchors=settings.audit_anchors,
                         anchor_interval_s=settings.audit_anchor_interval_s) if audit else None
@@ -277,13 +289,17 @@ def build_serving_path(
         rollout=rollout, registry=registry, delivery_state=StateStore(settings.rollout()),
         thresholds=ThresholdStore(settings.router_thresholds()),
         load_candidate=candidate_loader(incumbent, registry, load_pricer=loader),
-        interval_s=settings.follow_interval_s, load_pricer=loader,
+        interval_s=settings.follow_interval_s, load_pricer=loader, control=control,
     )
     if output_audit is not None:
         from pricing.output_audit import OutputAudit, output_audit_counter, rules_band
 
         rollout.output_audit = OutputAudit(output_audit, band=rules_band(incumbent.rules),
                                            counter=output_audit_counter(incumbent.stats.registry))
+    if control is not None:
+        from pricestream.control import bind
+
+        bind(control, rollout, load_pricer=loader)
     follower.start()
     return ServingPath(scorer=rollout, audit=log_file, publisher=publisher, follower=follower,
                        http_limits=(settings.http_max_body_bytes, settings.http_max_batch))

@@ -53,6 +53,12 @@ class Settings(BaseSettings):
     """Password of the secure stack's Redis ``writer`` user (feature hashes and the CAS / tile scripts)."""
     kafka_passwords: dict[str, SecretStr] = Field(default_factory=dict)
     """SCRAM passwords of a secure stack's Kafka principals, JSON: ``{"admin": ..., "scorer": ...}``."""
+    kafka_principal: str | None = None
+    """The Kafka principal this process acts as on a secure stack; unset: its command's own (``serve``: scorer,
+    ``services run NAME``: NAME, ``produce``: producer, ``jobs run``: features), else ``admin``."""
+    redis_user: str | None = None
+    """The Redis ACL user this process acts as on a secure stack; unset: its command's own (``serve``: scorer,
+    the online writer: writer), else ``admin``."""
     flink_rest_port: int = 8081
     topic_prefix: str = ""
     feature_repo: Path = REPO_ROOT / "features" / "repo"
@@ -130,6 +136,14 @@ class Settings(BaseSettings):
     """Prices in the exploration band (their propensity is logged with each decision)."""
     job_idle_timeout_ms: int | None = Field(default=None, gt=0)
     """The feature job's source idleness timeout (``None``: the job's default)."""
+    control_plane: Literal["files", "kafka"] = "files"
+    """Where servers learn registry and rollout changes: the local files (one machine), or the compacted
+    ``control.v1`` topic that every replica follows (``pricing.control_plane``; commands publish to it)."""
+    model_store: Path | None = None
+    """Model bundles every replica reads (a shared volume), laid out as ``<tier>/<version>/``; default: the
+    registry directory. Control records name a bundle relative to it, with its ONNX sha256."""
+    control_catch_up_s: float = Field(default=30.0, gt=0)
+    """How long a starting server waits to read the control topic to its end before it serves."""
 
     def stack(self) -> StackConfig:
         return StackConfig(
@@ -155,9 +169,35 @@ class Settings(BaseSettings):
         return client_config(self.stack(), principal) | {"bootstrap.servers": self.kafka().bootstrap_servers}
 
     def kafka(self) -> KafkaConfig:
-        return KafkaConfig(
-            bootstrap_servers=self.kafka_bootstrap or self.stack().kafka_bootstrap, topic_prefix=self.topic_prefix
-        )
+        """Kafka of these settings; on a secure stack with the SASL/SCRAM login of :attr:`principal`."""
+        bootstrap = self.kafka_bootstrap or self.stack().kafka_bootstrap
+        if not self.secure:
+            return KafkaConfig(bootstrap_servers=bootstrap, topic_prefix=self.topic_prefix)
+        from infra.kafka_security import client_config
+
+        conf = client_config(self.stack(), self.principal)
+        return KafkaConfig(bootstrap_servers=bootstrap, topic_prefix=self.topic_prefix,
+                           security_protocol=str(conf["security.protocol"]),
+                           sasl_mechanism=str(conf["sasl.mechanisms"]),
+                           sasl_username=self.principal, sasl_password=SecretStr(str(conf["sasl.password"])),
+                           ssl_ca_location=conf.get("ssl.ca.location"))
+
+    @property
+    def principal(self) -> str:
+        """The Kafka principal of this process (``kafka_principal``, default ``admin``)."""
+        return self.kafka_principal or "admin"
+
+    def acting_as(self, principal: str, *, redis_user: str | None = None) -> Settings:
+        """These settings with ``principal`` (and ``redis_user``) as defaults: an explicit setting still wins.
+
+        Example:
+            >>> Settings().acting_as("scorer", redis_user="scorer").principal
+            'scorer'
+            >>> Settings(kafka_principal="trainer").acting_as("scorer").principal
+            'trainer'
+        """
+        return self.model_copy(update={"kafka_principal": self.kafka_principal or principal,
+                                       "redis_user": self.redis_user or redis_user})
 
     def redis(self) -> str:
         return self.redis_url or self.stack().redis_url
@@ -181,6 +221,10 @@ class Settings(BaseSettings):
     def service_dir(self, name: str) -> Path:
         """State of one stream service instance (checkpoints): ``<data>/services/<name>/<instance>``."""
         return self.data_dir / "services" / name / self.service_instance
+
+    def models_store(self) -> Path:
+        """Where replicas read model bundles (``model_store``, default the registry directory)."""
+        return self.model_store or self.registry()
 
     def rollout(self) -> Path:
         """State file of progressive delivery (``pricestream rollout ...``)."""
@@ -233,7 +277,18 @@ class Settings(BaseSettings):
             snapshot_root=self.snapshots(),
             redis_url=self.redis(),
             kafka=self.kafka(),
+            **self._redis_login(),
         )
+
+    def _redis_login(self) -> dict[str, object]:
+        """``redis_username`` / ``redis_password`` of :attr:`redis_user` on a secure stack (none otherwise)."""
+        if not self.secure:
+            return {}
+        role = self.redis_user or "admin"
+        secret = self.stack().redis_passwords.get(role)
+        if secret is None:  # a process that never opens Redis (the offline writer) needs no Redis login
+            return {"redis_username": role}
+        return {"redis_username": role, "redis_password": secret}
 
     def hotel_profiles(self) -> dict[str, HotelProfile]:
         """The profiles of ``hotels_file`` (none without it).
@@ -251,7 +306,7 @@ class Settings(BaseSettings):
 
     def feature_job(self, **overrides: object) -> FeatureJobConfig:
         """The Flink feature job's config: this Kafka, the resolved connector jar, checkpoints under state."""
-        kafka = self.kafka()
+        kafka = self.acting_as("features").kafka()
         fields: dict[str, object] = {
             "bootstrap_servers": kafka.bootstrap_servers,
             "topic_prefix": kafka.topic_prefix,
@@ -259,6 +314,10 @@ class Settings(BaseSettings):
             "checkpoint_dir": self.state_dir / "flink" / "feature-job-checkpoints",
             "hotels": self.hotel_profiles(),
         }
+        if self.secure:  # the job's own principal unless this process was given one
+            from infra.kafka_security import java_client_properties
+
+            fields["kafka_properties"] = java_client_properties(self.stack(), self.kafka_principal or "features")
         if self.job_idle_timeout_ms is not None:
             fields["idle_timeout_ms"] = self.job_idle_timeout_ms
         return FeatureJobConfig.model_validate(fields | {k: v for k, v in overrides.items() if v is not None})

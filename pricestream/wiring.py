@@ -38,7 +38,7 @@ from pricestream.settings import Settings
 from pricing.feature_source import FeatureSource
 from pricing.models import DemandModelConfig
 from pricing.rules import RuleSet
-from pricing.scorer import DecisionCallback, DecisionSink, Scorer, ScorerConfig
+from pricing.scorer import DecisionCallback, DecisionSink, ModelSource, Scorer, ScorerConfig
 from routing.router import TieredRouter
 
 Progress = Callable[[str, int, int], None]
@@ -146,6 +146,7 @@ def build_scorer(
     models: BootstrapModels | None = None,
     on_progress: Progress | None = None,
     config: ScorerConfig | None = None,
+    models_source: ModelSource | None = None,
 ) -> Scorer:
     """A scorer over the registry's promoted models, the rules file and the online store.
 
@@ -158,9 +159,13 @@ def build_scorer(
         models: size of the bootstrap pair trained when the registry has no promoted model.
         on_progress: progress of a bootstrap training.
         config: the scorer's settings (the deadline from ``settings`` when None).
+        models_source: where the promoted models are instead of the registry directory (the control plane's
+            state, :class:`pricing.control_plane.ControlState`): nothing is bootstrapped then.
     """
-    registry = ModelRegistry(settings.registry())
-    ensure_models(registry, seed=settings.seed, rows=settings.bootstrap_rows, models=models, on_progress=on_progress)
+    registry: ModelSource = ModelRegistry(settings.registry()) if models_source is None else models_source
+    if isinstance(registry, ModelRegistry):
+        ensure_models(registry, seed=settings.seed, rows=settings.bootstrap_rows, models=models,
+                      on_progress=on_progress)
     if feature_source is None:
         from features.online_source import RedisFeatureSource
 

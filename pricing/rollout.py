@@ -23,7 +23,8 @@ aborts, naming the failed gate and by how much. The class has the scorer's ``pri
 
 Served decisions (not the shadow ones, which no caller sees) go to the ``audit`` sink after
 their arm is stamped. A server follows a rollout driven by another process (``pricestream
-rollout start / advance / abort`` write the state file) with :meth:`RolloutScorer.follow`.
+rollout start / advance / abort`` write the state file, or publish it on the control topic:
+:mod:`pricing.control_kafka`) with :meth:`RolloutScorer.follow`.
 
 Example:
     >>> import tempfile
@@ -225,6 +226,8 @@ class RolloutScorer:
         self.audit_failing = False
         self.output_audit: OutputAudit | None = None
         """Checks every served price before it is audited and published (set by the composition root)."""
+        self.control_health: Callable[[], dict[str, Any]] | None = None
+        """The control plane follower's state for ``/healthz`` (set when serving follows ``control.v1``)."""
         self.candidate_version: str | None = None if candidate is None else self.controller.status().version
         self.pair_share = pair_share
         self.max_pending = max_pending
@@ -302,6 +305,8 @@ class RolloutScorer:
             "shadow_dropped": self._shadow.dropped,
             "last_rollback_ms": self.last_rollback_ms,
         }
+        if self.control_health is not None:
+            health["control_plane"] = self.control_health()
         return health
 
     # -- rollout operations -------------------------------------------------------------------

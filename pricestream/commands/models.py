@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -23,9 +24,21 @@ _SHOWN_METRICS = ("holdout_auc", "holdout_logloss", "auc", "logloss")
 
 
 def _registry() -> ModelRegistry:
-    from feedback.registry import ModelRegistry
+    from pricestream.control import open_registry
 
-    return ModelRegistry(settings().registry())
+    # with PRICESTREAM_CONTROL_PLANE=kafka every change is published; the time is when the broker acknowledged it
+    return open_registry(settings(), on_published=lambda v: out.print(
+        f"registry state: published as control v{v} at {datetime.now(tz=UTC).isoformat()}"))
+
+
+def _published(what: str) -> None:
+    """Publish the rollout state after a change (Kafka control plane), and say which version it is."""
+    from pricestream.control import publish_rollout
+
+    state = _controller().status()
+    version = publish_rollout(settings(), state, _registry())
+    if version is not None:
+        out.print(f"{what}: published as control v{version} at {datetime.now(tz=UTC).isoformat()}")
 
 
 @models_app.command("list")
@@ -80,6 +93,22 @@ def models_rollback(tier: Annotated[str, typer.Argument(help="light or heavy")])
     out.print(f"{tier}: rolled back to {e.version} (generation {registry.generation})")
 
 
+@models_app.command("publish")
+def models_publish() -> None:
+    """Publish the registry's and the rollout's state on the control topic now (seed or repair replicas).
+
+    Needs ``PRICESTREAM_CONTROL_PLANE=kafka``; the serving replicas converge on what this sends.
+    """
+    from pricestream.control import enabled, publish_registry
+
+    if not enabled(settings()):
+        fail(f"PRICESTREAM_CONTROL_PLANE: got {settings().control_plane!r}, expected 'kafka' to publish")
+    v = publish_registry(settings(), _registry(), change="published by operator")
+    out.print(f"registry state: published as control v{v} at {datetime.now(tz=UTC).isoformat()}")
+    if _controller().status().version is not None:
+        _published("rollout state")
+
+
 # ---------------------------------------------------------------------------------------------- rollout
 def _controller() -> RolloutController:
     from routing.delivery import RolloutController
@@ -106,6 +135,7 @@ def rollout_start(
     state = _controller().start(version, incumbent_version=incumbent.version if incumbent else None, reason=reason)
     out.print(f"rollout of {version} ({entry.tier}) started in {state.stage.value} against "
               f"{state.incumbent_version or 'no incumbent'}")
+    _published("rollout state")
 
 
 @rollout_app.command("status")
@@ -161,6 +191,7 @@ def rollout_advance(
     result = controller.advance(evidence)
     for r in result.results:
         out.print(("[green]pass[/green] " if r.passed else "[red]FAIL[/red] ") + r.message)
+    _published("rollout state")
     if not result.advanced:
         fail(f"rollout of {version} aborted in {result.from_stage.value}: {result.message}")
     registry = _registry()
@@ -180,6 +211,7 @@ def rollout_abort(
     _check_version(controller, version)
     was_full = controller.status().stage.value == "full"
     state = controller.abort(reason)
+    _published("rollout state")
     registry = _registry()
     tier = registry.show(version).tier
     live = registry.current(tier)
