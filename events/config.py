@@ -19,6 +19,10 @@ class KafkaConfig(BaseModel):
     security_protocol: str = "PLAINTEXT"
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
+    sasl_mechanism: str | None = None
+    """``sasl.mechanisms`` (e.g. ``SCRAM-SHA-512``); unset: librdkafka's default."""
+    ssl_ca_location: str | None = None
+    """CA certificate (PEM) that signs the broker's TLS certificate (``SASL_SSL``, ``SSL``)."""
     topic_prefix: str = ""
     client_id: str = "pricestream"
     linger_ms: int = Field(default=5, ge=0)
@@ -34,6 +38,10 @@ class KafkaConfig(BaseModel):
         if self.sasl_username and self.sasl_password:
             conf["sasl.username"] = self.sasl_username
             conf["sasl.password"] = self.sasl_password.get_secret_value()
+        if self.sasl_mechanism:
+            conf["sasl.mechanisms"] = self.sasl_mechanism
+        if self.ssl_ca_location:
+            conf["ssl.ca.location"] = self.ssl_ca_location
         return conf
 
     def topic(self, name: str) -> str:

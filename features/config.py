@@ -50,6 +50,8 @@ class FeaturesConfig(BaseModel):
     snapshot_root: Path | None = None
     redis_url: str = "redis://127.0.0.1:6379/0"
     redis_password: SecretStr | None = None
+    redis_username: str | None = None
+    """ACL user of a secure Redis (``scorer``, ``writer``); unset: the ``default`` user."""
     redis_timeout_s: float = Field(default=0.5, gt=0)
     kafka: KafkaConfig = KafkaConfig()
     topic: str = "features.v1"
@@ -89,4 +91,6 @@ class FeaturesConfig(BaseModel):
         out = f"{host}:{port},db={db}"
         if self.redis_password is not None:
             out += f",password={self.redis_password.get_secret_value()}"
+        if self.redis_username is not None:
+            out += f",username={self.redis_username}"
         return out

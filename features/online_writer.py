@@ -77,6 +77,7 @@ def redis_client(config: FeaturesConfig) -> redis.Redis:
         port=port,
         db=db,
         password=password,
+        username=config.redis_username,
         socket_timeout=config.redis_timeout_s,
         socket_connect_timeout=config.redis_timeout_s,
     )

@@ -28,22 +28,58 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from infra.config import StackConfig
 from infra.errors import StartError
 
-PRINCIPALS = ("admin", "producer", "scorer", "trainer")
-"""SCRAM users of a secure stack (``admin`` is the super user)."""
+PRINCIPALS = ("admin", "producer", "features", "online-writer", "offline-writer", "scorer", "labels", "sampler",
+              "trainer", "monitor", "druid")
+"""SCRAM users of a secure stack (``admin`` is the super user; the others are one per service)."""
 
 MECHANISM = "SCRAM-SHA-512"
 
-GRANTS: dict[str, dict[str, tuple[str, ...]]] = {
-    "producer": {"write": ("behaviour.events",), "read": ()},
-    "scorer": {"write": ("pricing.decisions", "pricing.decisions.dlq"), "read": ("features.v1", "pricing.requests")},
-    "trainer": {"write": ("training.examples.dlq",), "read": ("training.examples",)},
+SHADED_JAAS_PACKAGE = "org.apache.flink.kafka.shaded.org.apache.kafka.common.security"
+"""Where ``flink-sql-connector-kafka`` relocates the Kafka client's login modules: a JAAS line that
+names the unshaded class fails in the job with ``ClassNotFoundException``."""
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What one service principal may do (topics are logical: the stack's prefix is added).
+
+    ``groups`` and ``transactional_ids`` are prefixes (the principal's own name always is one);
+    ``describe`` topics are visible (metadata, watermarks) but neither read nor written.
+    """
+
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    describe: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    transactional_ids: tuple[str, ...] = ()
+
+
+GRANTS: dict[str, Grant] = {
+    "producer": Grant(write=("behaviour.events",), describe=("behaviour.events.dlq",)),
+    "features": Grant(read=("behaviour.events",), write=("features.v1", "behaviour.events.dlq"),
+                      groups=("pricestream-feature-job",), transactional_ids=("pricestream-features",)),
+    "online-writer": Grant(read=("features.v1",), write=("features.v1.dlq",), groups=("features-online-writer",)),
+    "offline-writer": Grant(read=("features.v1",), write=("features.v1.dlq",), groups=("features-offline-writer",)),
+    "scorer": Grant(read=("features.v1", "pricing.requests", "control.v1"),
+                    write=("pricing.decisions", "pricing.decisions.dlq", "pricing.requests.dlq"),
+                    groups=("serve-stream", "pricing-stream-scorer", "pricestream-control")),
+    "labels": Grant(read=("pricing.decisions", "behaviour.events"),
+                    write=("feedback.labels", "pricing.decisions.dlq", "behaviour.events.dlq"),
+                    groups=("feedback-labels",), transactional_ids=("feedback-labels",)),
+    "sampler": Grant(read=("feedback.labels",), write=("training.examples", "feedback.labels.dlq"),
+                     groups=("feedback-sampler",), transactional_ids=("feedback-sampler",)),
+    "trainer": Grant(read=("training.examples",), write=("training.examples.dlq",), groups=("feedback-trainer",)),
+    "monitor": Grant(read=("pricing.decisions",), write=("pricing.decisions.dlq",), groups=("pricestream-monitors",)),
+    "druid": Grant(read=("features.v1", "behaviour.events"), groups=("kafka-supervisor",)),
 }
-"""Topics each service principal may write and read (DESCRIBE comes with both)."""
+"""Least-privilege ACLs of each service principal (DESCRIBE comes with read and write). The scorer never
+writes ``training.examples``; only the sampler does, and only the trainer reads it."""
 
 
 def password(config: StackConfig, principal: str) -> str:
@@ -116,25 +152,28 @@ def scram_format_args(config: StackConfig) -> list[str]:
 
 
 def acl_bindings(config: StackConfig, topic_prefix: str = "") -> list[Any]:
-    """The ACLs of :data:`GRANTS` (topics literal with ``topic_prefix``; groups and transactional ids prefixed)."""
+    """The ACLs of :data:`GRANTS` (topics literal with ``topic_prefix``; groups and transactional ids prefixed).
+
+    Group and transactional-id prefixes are granted with and without ``topic_prefix`` (services put the
+    topic prefix in front of their group ids; the Flink job's ids do not carry it).
+    """
     from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
     def allow(kind: Any, name: str, pattern: Any, principal: str, op: Any) -> Any:
         return AclBinding(kind, name, pattern, f"User:{principal}", "*", op, AclPermissionType.ALLOW)
 
-    out = []
+    out: list[Any] = []
     literal, prefixed = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
+    read, write, describe = AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE
     for principal, grant in GRANTS.items():
-        for topic in grant["write"]:
-            out += [allow(ResourceType.TOPIC, topic_prefix + topic, literal, principal, op)
-                    for op in (AclOperation.WRITE, AclOperation.DESCRIBE)]
-        for topic in grant["read"]:
-            out += [allow(ResourceType.TOPIC, topic_prefix + topic, literal, principal, op)
-                    for op in (AclOperation.READ, AclOperation.DESCRIBE)]
-        own = f"{topic_prefix}{principal}"
-        out.append(allow(ResourceType.GROUP, own, prefixed, principal, AclOperation.READ))
-        out += [allow(ResourceType.TRANSACTIONAL_ID, own, prefixed, principal, op)
-                for op in (AclOperation.WRITE, AclOperation.DESCRIBE)]
+        topic_ops = ([(t, (write, describe)) for t in grant.write] + [(t, (read, describe)) for t in grant.read]
+                     + [(t, (describe,)) for t in grant.describe])
+        for topic, ops in topic_ops:
+            out += [allow(ResourceType.TOPIC, topic_prefix + topic, literal, principal, op) for op in ops]
+        for name in sorted({p + g for g in (principal, *grant.groups) for p in {"", topic_prefix}}):
+            out += [allow(ResourceType.GROUP, name, prefixed, principal, op) for op in (read, describe)]
+        for name in sorted({p + t for t in (principal, *grant.transactional_ids) for p in {"", topic_prefix}}):
+            out += [allow(ResourceType.TRANSACTIONAL_ID, name, prefixed, principal, op) for op in (write, describe)]
     return out
 
 
@@ -156,3 +195,73 @@ def apply_acls(config: StackConfig, topic_prefix: str = "", timeout_s: float = 3
             msg = f"kafka ACL {binding}: refused ({exc}); expected the admin to create it"
             raise StartError(msg) from exc
     return len(bindings)
+
+
+def java_client_properties(config: StackConfig, principal: str, *, shaded: bool = True) -> dict[str, str]:
+    """The Java client settings of ``principal`` (empty when not secure).
+
+    ``shaded``: for the Flink Kafka SQL connector (relocated login module); ``False`` for a plain
+    Kafka client such as Druid's Kafka indexing service.
+
+    Example:
+        >>> from pydantic import SecretStr
+        >>> cfg = StackConfig(secure=True, kafka_passwords={"features": SecretStr("pw")})
+        >>> props = java_client_properties(cfg, "features")
+        >>> props["security.protocol"], props["sasl.mechanism"], "ScramLoginModule" in props["sasl.jaas.config"]
+        ('SASL_PLAINTEXT', 'SCRAM-SHA-512', True)
+        >>> java_client_properties(StackConfig(), "features")
+        {}
+    """
+    if not config.secure:
+        return {}
+    secret = password(config, principal)
+    if '"' in secret or "\\" in secret:
+        msg = (f"kafka_passwords[{principal!r}]: got a password with a quote or backslash, expected neither "
+               "(the Java client's JAAS line cannot hold them)")
+        raise StartError(msg)
+    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": MECHANISM,
+            "sasl.jaas.config": _jaas("scram.ScramLoginModule", principal, secret)
+            .replace("org.apache.kafka.common.security", SHADED_JAAS_PACKAGE if shaded else
+                     "org.apache.kafka.common.security", 1)}
+
+
+class AccessError(StartError):
+    """A principal lacks an operation its service needs (the message names principal, topic and operation)."""
+
+
+def check_access(conf: dict[str, Any], principal: str, service: str, *, topic_prefix: str = "",
+                 timeout_s: float = 30.0) -> None:
+    """Ask the broker whether ``principal`` may do what ``service`` needs (:data:`GRANTS`); raise if not.
+
+    The broker's authorizer answers (``DescribeTopics`` with the authorised operations), so a
+    service started with the wrong principal stops at once with a message naming what is missing,
+    instead of failing on its first fetch or send.
+
+    Raises:
+        AccessError: authentication failed, or a topic is not readable or writable as needed.
+    """
+    from confluent_kafka import KafkaException, TopicCollection
+    from confluent_kafka.admin import AclOperation, AdminClient
+
+    grant = GRANTS[service]
+    needs = [(t, AclOperation.READ) for t in grant.read] + [(t, AclOperation.WRITE) for t in grant.write]
+    names = sorted({topic_prefix + t for t, _ in needs})
+    admin = AdminClient(conf | {"log_level": 0})
+    expected = (f"expected the principal {service!r} with its ACLs (PRICESTREAM_KAFKA_PRINCIPAL unset, or "
+                f"set to {service!r})")
+    allowed: dict[str, set[Any]] = {}
+    futures = admin.describe_topics(TopicCollection(names), request_timeout=timeout_s,
+                                    include_authorized_operations=True)
+    for name, future in futures.items():
+        try:
+            allowed[name] = set(future.result(timeout=timeout_s).authorized_operations or ())
+        except KafkaException as exc:
+            code = exc.args[0].name() if exc.args and hasattr(exc.args[0], "name") else str(exc)
+            msg = f"kafka principal {principal!r} (service {service}): topic {name!r} refused ({code}); {expected}"
+            raise AccessError(msg) from exc
+    for topic, op in needs:
+        ops = allowed[topic_prefix + topic]
+        if op not in ops and AclOperation.ALL not in ops:
+            msg = (f"kafka principal {principal!r} (service {service}): not allowed to {op.name} topic "
+                   f"{topic_prefix + topic!r} (allowed: {sorted(o.name for o in ops) or 'nothing'}); {expected}")
+            raise AccessError(msg)

@@ -147,9 +147,9 @@ def produce(
     from events.admin import create_topics
     from pricestream.produce import produce as run_produce
 
-    s = settings()
+    s = settings().acting_as("producer")
     config = s.kafka()
-    if "created" in create_topics(config).values():
+    if not s.secure and "created" in create_topics(config).values():  # secure: the admin creates topics
         with err.status("waiting for the new topics' partition leaders"):
             _wait_for_leaders(config, ("behaviour.events", "behaviour.events.dlq"))
     with progress_bar("producing", total=int(rate * duration)) as bar:
@@ -209,7 +209,7 @@ def serve(
     from events.topics import TOPICS
     from pricestream.app import build_serving_path, serve_http
 
-    s = settings()
+    s = settings().acting_as("scorer", redis_user="scorer")  # a secure stack's least-privilege logins
     service = s.http_service(host or s.http_host)  # refuses security off on a bind beyond loopback, before loading
     create_topics(s.kafka(), [TOPICS["pricing.decisions"], TOPICS["pricing.decisions.dlq"]])
     with progress_bar("loading models", total=2) as bar:

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
+
 from pricestream.settings import Settings
 from pricestream.supervision import Program, Status, Supervisor, executable, programs
 
@@ -50,12 +52,28 @@ class DeploymentError(RuntimeError):
 def settings_env(s: Settings, *, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """``base`` (default ``os.environ``) without its ``PRICESTREAM_*`` variables, plus every set field of ``s``."""
     env = {k: v for k, v in (os.environ if base is None else base).items() if not k.startswith(_PREFIX)}
-    for name, value in s.model_dump().items():
+    for name in type(s).model_fields:
+        value = getattr(s, name)
         if value is None:
             continue
-        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
-        env[f"{_PREFIX}{name.upper()}"] = text
+        env[f"{_PREFIX}{name.upper()}"] = _env_text(value)
     return env
+
+
+def _env_text(value: object) -> str:
+    """A setting as its variable's text: secrets revealed (the child needs them), mappings as JSON.
+
+    Example:
+        >>> _env_text({"scorer": SecretStr("pw")}), _env_text(True), _env_text(SecretStr("k"))
+        ('{"scorer": "pw"}', 'true', 'k')
+    """
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return json.dumps({str(k): _env_text(v) for k, v in value.items()})
+    return str(value)
 
 
 def port_free(host: str, port: int) -> bool:
@@ -113,6 +131,10 @@ class Deployment:
             msg = (f"ports {busy} are in use: set PRICESTREAM_HTTP_PORT / PRICESTREAM_OPS_BASE_PORT to free ones "
                    "(another serve or run is up)")
             raise DeploymentError(msg)
+        if s.secure:  # as the admin: each service's ACLs on this deployment's (prefixed) topics and groups
+            from infra.kafka_security import apply_acls
+
+            apply_acls(s.stack(), s.topic_prefix)
         self.supervisor = Supervisor(s.state_dir / "run", self.programs, grace_s=s.grace_s, env=self.env)
         self.supervisor.start()
 

@@ -34,7 +34,7 @@ class ProduceReport:
 
 def dlq_size(config: KafkaConfig, topic: str = "behaviour.events.dlq") -> int:
     """Records currently in the DLQ topic (sum of high watermarks)."""
-    consumer = Consumer({"bootstrap.servers": config.bootstrap_servers, "group.id": "pricestream-dlq-peek"})
+    consumer = Consumer({**config.client_conf(), "group.id": "pricestream-dlq-peek"})
     name = config.topic(topic)
     meta = consumer.list_topics(name, timeout=10).topics.get(name)
     total = 0

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pricestream.commands.services import default_ops_port
+from pricestream.commands.services import REDIS_USERS, default_ops_port
 from pricestream.settings import Settings
 
 STOP_MARGIN_S = 10.0
@@ -78,20 +78,28 @@ def executable() -> str:
 def programs(s: Settings, *, exe: str | None = None, skip: frozenset[str] = frozenset()) -> list[Program]:
     """Every process of the pipeline, in start order (producers of a topic before its consumers)."""
     exe = exe or executable()
-    out: list[Program] = [Program("features", f"{exe} jobs run features", 10, stops_by_signal=True,
-                                  stop_as_group=False)]
+    out: list[Program] = [Program("features", f"{exe} jobs run features", 10, env=_login(s, "features"),
+                                  stops_by_signal=True, stop_as_group=False)]
     for prio, name in ((20, "online-writer"), (20, "offline-writer")):
         out.append(_service(s, exe, name, prio))
     serve_url = f"http://{s.http_host}:{s.http_port}/healthz"
-    out.append(Program("serve", f"{exe} serve", 30, ops_url=serve_url))
+    out.append(Program("serve", f"{exe} serve", 30, env=_login(s, "scorer", redis_user="scorer"), ops_url=serve_url))
     for prio, name in ((40, "labels"), (50, "sampler"), (60, "trainer"), (70, "monitor")):
         out.append(_service(s, exe, name, prio))
     return [p for p in out if p.name not in skip]
 
 
+def _login(s: Settings, principal: str, *, redis_user: str | None = None) -> dict[str, str]:
+    """On a secure stack: the program's own Kafka principal and Redis user (names only, never a secret)."""
+    if not s.secure:
+        return {}
+    return {"PRICESTREAM_KAFKA_PRINCIPAL": principal, **({"PRICESTREAM_REDIS_USER": redis_user} if redis_user else {})}
+
+
 def _service(s: Settings, exe: str, name: str, priority: int) -> Program:
     port = default_ops_port(name, base=s.ops_base_port)
-    return Program(name, f"{exe} services run {name}", priority, env={"PRICESTREAM_OPS_PORT": str(port)},
+    env = {"PRICESTREAM_OPS_PORT": str(port), **_login(s, name, redis_user=REDIS_USERS.get(name))}
+    return Program(name, f"{exe} services run {name}", priority, env=env,
                    ops_url=f"http://{s.ops_host}:{port}/healthz")
 
 

@@ -39,3 +39,28 @@ def kafka_config(stack: StackConfig) -> KafkaConfig:
 def key_prefix() -> str:
     """A Redis key prefix private to this test."""
     return f"t{uuid.uuid4().hex[:10]}:"
+
+
+@pytest.fixture(scope="session")
+def secure_stack(stack_config: StackConfig, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackConfig]:
+    """A second stack started as ``pricestream up --secure`` does (Kafka SASL/SCRAM + ACLs, Redis ACL users).
+
+    Own state dir and free ports, random passwords; shared by the security tests that need both.
+    """
+    import secrets
+
+    from pydantic import SecretStr
+
+    from infra import kafka, kafka_security, redis_server
+    from tests.integration._http_serve import free_port
+
+    config = stack_config.model_copy(update={
+        "state_dir": tmp_path_factory.mktemp("secure-stack"), "kafka_port": free_port(),
+        "kafka_controller_port": free_port(), "redis_port": free_port(), "kafka_heap": "384m", "secure": True,
+        "kafka_passwords": {p: SecretStr(secrets.token_urlsafe(16)) for p in kafka_security.PRINCIPALS},
+        "redis_passwords": {r: SecretStr(secrets.token_urlsafe(16)) for r in redis_server.ROLES}})
+    redis_server.start(config)
+    kafka.start(config)
+    yield config
+    kafka.stop(config)
+    redis_server.stop(config)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -53,9 +54,13 @@ def _raw_spec(topic: str) -> dict[str, Any]:
 
 
 def load_spec(
-    topic: str, *, kafka_bootstrap: str, topic_prefix: str = "", datasource_prefix: str = ""
+    topic: str, *, kafka_bootstrap: str, topic_prefix: str = "", datasource_prefix: str = "",
+    consumer_properties: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The supervisor spec for ``topic``, pointed at ``kafka_bootstrap``.
+
+    ``consumer_properties`` (a secure stack's SASL settings of the ``druid`` principal,
+    :func:`infra.kafka_security.java_client_properties`) are added to the spec's ``consumerProperties``.
 
     Raises:
         SupervisorError: no spec file exists for ``topic``.
@@ -64,6 +69,7 @@ def load_spec(
     io = spec["spec"]["ioConfig"]
     io["topic"] = f"{topic_prefix}{io['topic']}"
     io["consumerProperties"]["bootstrap.servers"] = kafka_bootstrap
+    io["consumerProperties"].update(consumer_properties or {})
     schema = spec["spec"]["dataSchema"]
     schema["dataSource"] = f"{datasource_prefix}{schema['dataSource']}"
     return spec
@@ -85,6 +91,7 @@ def submit_supervisors(
     datasource_prefix: str = "",
     topics: tuple[str, ...] = SUPERVISED_TOPICS,
     timeout: float = 30.0,
+    consumer_properties: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Create or update the Kafka supervisors; returns their ids (the datasource names).
 
@@ -97,7 +104,8 @@ def submit_supervisors(
     ids = []
     for topic in topics:
         spec = load_spec(
-            topic, kafka_bootstrap=kafka_bootstrap, topic_prefix=topic_prefix, datasource_prefix=datasource_prefix
+            topic, kafka_bootstrap=kafka_bootstrap, topic_prefix=topic_prefix, datasource_prefix=datasource_prefix,
+            consumer_properties=consumer_properties,
         )
         body = _call("POST", f"{druid_url}{_SUPERVISOR_API}", json=spec, timeout=timeout)
         ids.append(str(body["id"]))

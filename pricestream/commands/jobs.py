@@ -202,6 +202,10 @@ def druid_ingest(
     url = druid_url or s.druid_url
     kafka = s.kafka()
     with err.status(f"submitting supervisors to {url}"):
-        ids = submit_supervisors(url, kafka.bootstrap_servers, topic_prefix=kafka.topic_prefix)
+        from infra.kafka_security import java_client_properties
+
+        login = java_client_properties(s.stack(), s.kafka_principal or "druid", shaded=False)  # secure stack
+        ids = submit_supervisors(url, kafka.bootstrap_servers, topic_prefix=kafka.topic_prefix,
+                                 consumer_properties=login)
     out.print(f"supervisors running: {', '.join(ids)} (Druid at {url})")
 

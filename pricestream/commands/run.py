@@ -53,6 +53,10 @@ def run(
         fail(f"--without: got {sorted(unknown)}, expected names from {[p.name for p in programs(s)]}")
     with err.status("creating topics and making sure a light and a heavy model are promoted"):
         create_topics(s.kafka())
+        if s.secure:  # as the admin: each service principal's ACLs on this deployment's (prefixed) topics
+            from infra.kafka_security import apply_acls
+
+            apply_acls(s.stack(), s.topic_prefix)
         ensure_models(ModelRegistry(s.registry()), seed=s.seed, rows=s.bootstrap_rows)  # once, not per process
     sup = Supervisor(s.state_dir / RUN_DIR, progs, grace_s=s.grace_s)
     stop = threading.Event()

@@ -46,6 +46,21 @@ SERVICES: tuple[str, ...] = ("online-writer", "offline-writer", "labels", "sampl
 """Every service ``services run`` knows, in the order ``pricestream run`` gives them ops ports."""
 
 
+REDIS_USERS: dict[str, str] = {"online-writer": "writer"}
+"""The Redis ACL user of each service on a secure stack (the others never open Redis)."""
+
+
+def _check_access(s: Settings, name: str) -> None:
+    """Stop with the broker's verdict when this process's principal may not do what service ``name`` needs."""
+    from infra.kafka_security import AccessError, check_access
+
+    conf: dict[str, Any] = dict(s.kafka().client_conf())
+    try:
+        check_access(conf, s.principal, name, topic_prefix=s.topic_prefix)
+    except AccessError as exc:
+        fail(str(exc))
+
+
 def default_ops_port(name: str, *, base: int) -> int:
     """The ``/healthz`` + ``/metrics`` port of a service when ``--ops-port`` is not given."""
     return base + SERVICES.index(name)
@@ -252,7 +267,7 @@ def services_run(
         fail(f"--max-feature-shift: got {max_feature_shift}, expected a number > 0")
     if tier not in ("light", "heavy"):
         fail(f"--tier: got {tier!r}, expected light or heavy")
-    s = settings()
+    s = settings().acting_as(name, redis_user=REDIS_USERS.get(name))
     json_logs()
     runtime: dict[str, Any] = {
         "ops_host": s.ops_host,
@@ -263,7 +278,10 @@ def services_run(
     }
     if batch is not None:
         runtime["max_batch"] = batch
-    create_topics(s.kafka())
+    if s.secure:  # topics and ACLs are the admin's (``pricestream run``); this principal may only use its own
+        _check_access(s, name)
+    else:
+        create_topics(s.kafka())
     options = Options(s, runtime, timedelta(hours=horizon_hours), strategy, tier, train_every, reference,
                       sampler_c, sampler_floor, guard_tolerance, max_feature_shift)
     with stoppable(runtime["grace_s"]) as stop:
