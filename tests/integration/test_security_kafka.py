@@ -6,19 +6,15 @@ admin as the only super user, least-privilege ACLs per service principal.
 
 from __future__ import annotations
 
-import secrets
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from pydantic import SecretStr
 
-from infra import kafka, kafka_security
+from infra import kafka_security
 from infra.config import StackConfig
-from tests.integration._http_serve import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -28,17 +24,12 @@ TOPICS = ("behaviour.events", "pricing.decisions", "pricing.decisions.dlq", "pri
 
 
 @pytest.fixture(scope="module")
-def secure(stack_config: StackConfig, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackConfig]:
-    passwords = {p: SecretStr(secrets.token_urlsafe(16)) for p in kafka_security.PRINCIPALS}
-    config = stack_config.model_copy(update={
-        "state_dir": tmp_path_factory.mktemp("secure-kafka"), "kafka_port": free_port(),
-        "kafka_controller_port": free_port(), "kafka_heap": "384m", "secure": True, "kafka_passwords": passwords})
-    kafka.start(config)
-    admin = AdminClient(kafka_security.client_config(config, "admin"))
+def secure(secure_stack: StackConfig) -> StackConfig:
+    """The session's secure stack (its broker is shared with the other security tests), with this module's topics."""
+    admin = AdminClient(kafka_security.client_config(secure_stack, "admin"))
     for future in admin.create_topics([NewTopic(t, 1, 1) for t in TOPICS]).values():
         future.result(timeout=60)
-    yield config
-    kafka.stop(config)
+    return secure_stack
 
 
 def _produce(conf: dict[str, Any], topic: str) -> KafkaError | None:
