@@ -96,7 +96,8 @@ class ControlFollower:
         self.applied = 0
         self.refused = 0
         self.errors: list[str] = []
-        self.last_applied_at: float | None = None
+        self.in_effect_at: dict[str, float] = {}
+        """Epoch seconds when the newest record of each kind was in effect (applied and acted on)."""
         self._on_change: OnChange | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -144,7 +145,8 @@ class ControlFollower:
     def health(self) -> dict[str, Any]:
         """Versions applied per kind, counts, the last error (for ``/healthz``)."""
         return {"topic": self.topic, "versions": dict(self.state.versions), "applied": self.applied,
-                "refused": self.refused, "last_error": self.errors[-1] if self.errors else None,
+                "in_effect_at": dict(self.in_effect_at), "refused": self.refused,
+                "last_error": self.errors[-1] if self.errors else None,
                 "change": None if self.state.registry is None else self.state.registry.change}
 
     def _loop(self) -> None:
@@ -158,11 +160,15 @@ class ControlFollower:
                     self._error(f"consumer: {error}")
                 continue
             record = self._handle(message)
-            if record is not None and self._on_change is not None:
-                try:
+            if record is None:
+                continue
+            try:
+                if self._on_change is not None:
                     self._on_change(record.kind, self.state)
-                except Exception as exc:  # noqa: BLE001 - a failed swap keeps serving the previous state
-                    self._error(f"applying {record.kind} v{message.offset()}: {exc}")
+            except Exception as exc:  # noqa: BLE001 - a failed swap keeps serving the previous state
+                self._error(f"applying {record.kind} v{message.offset()}: {exc}")
+            else:
+                self.in_effect_at[record.kind] = time.time()
 
     def _handle(self, message: Message) -> ControlRecord | None:
         version = int(message.offset() or 0)
@@ -176,7 +182,6 @@ class ControlFollower:
         if not fresh:
             return None
         self.applied += 1
-        self.last_applied_at = time.time()
         return record
 
     def _error(self, message: str) -> None:

@@ -33,7 +33,9 @@ def test_every_input_topic_has_a_dlq_twin(spec: TopicSpec) -> None:
 def test_every_dlq_belongs_to_an_input_topic() -> None:
     dlqs = [name for name in TOPICS if name.endswith(".dlq")]
     assert sorted(dlqs) == sorted(f"{spec.name}.dlq" for spec in _INPUTS)
-    assert len(TOPICS) == 2 * len(_INPUTS)
+    state = [spec.name for spec in TOPICS.values() if spec.cleanup_policy == "compact"]
+    assert state == ["control.v1"]  # the one state topic: neither an input nor a DLQ
+    assert len(TOPICS) == 2 * len(_INPUTS) + len(state)
 
 
 def test_names_are_unique_and_match_their_keys() -> None:
@@ -47,7 +49,10 @@ def test_names_are_unique_and_match_their_keys() -> None:
 def test_partitions_retention_and_key_are_set(spec: TopicSpec) -> None:
     assert spec.partitions >= 1
     assert spec.retention_ms >= 24 * 3600 * 1000
-    assert spec.key == "hotel_id"  # one hotel's records stay ordered on one partition
+    if spec.cleanup_policy == "compact":  # control state: one partition keeps every change in one order
+        assert spec.partitions == 1 and not spec.is_input
+    else:
+        assert spec.key == "hotel_id"  # one hotel's records stay ordered on one partition
     assert spec.description
 
 
