@@ -375,10 +375,11 @@ def promote_trained(settings: Settings, version: str, *, reason: str = "passed t
     advance`` moves it on). Returns what was done: ``"promoted"``, ``"rollout"``, or ``"registered"`` when
     another rollout is still live (the version waits in the registry).
     """
+    from pricestream.control import open_registry, publish_rollout
     from routing.delivery import RolloutController
     from routing.delivery.stages import LIVE_STAGES
 
-    registry = ModelRegistry(settings.registry())
+    registry = open_registry(settings)  # publishes the promotion on control.v1 with the Kafka control plane
     if settings.trainer_promotion == "swap":
         registry.promote(version)
         return "promoted"
@@ -391,5 +392,6 @@ def promote_trained(settings: Settings, version: str, *, reason: str = "passed t
                     state.stage.value)
         return "registered"
     live = registry.current(registry.show(version).tier)
-    controller.start(version, incumbent_version=None if live is None else live.version, reason=reason)
+    started = controller.start(version, incumbent_version=None if live is None else live.version, reason=reason)
+    publish_rollout(settings, started, registry)
     return "rollout"
