@@ -59,6 +59,17 @@ from events.models import PricingRequest
 _BISECTIONS = 30  # halvings of the bid interval: far below a cent on any price range
 _MIN_BOOKINGS_FOR_CANCEL = 5.0  # below this the key's own cancellation share is too noisy; use the default
 _MIN_VIEW_SHARE = 0.05  # a hotel sold out everywhere shows almost no offers: keep the share meaningful
+DP_MAX_STEPS = 240
+"""Periods of the pricer's own dynamic programme (``method="dp"``): one shopper per period while the
+forecast is under this many shoppers; above it a period holds several (booking chance ``1 - (1 - q)^k``),
+which keeps a quote near a millisecond on a 450-day horizon's busiest nights."""
+_ENVELOPE_POINTS = 256  # costs the best-gain envelope is tabulated on (piecewise linear between them)
+DP_MAX_ROOMS = 400
+"""Rooms left beyond this are priced as if this many were left (their marginal value is zero anyway)."""
+
+
+NightsMix = tuple[tuple[float, float], ...]
+"""``(nights, share)`` pairs: how long bookings stay."""
 
 
 class BidPriceConfig(BaseModel):
@@ -73,14 +84,19 @@ class BidPriceConfig(BaseModel):
         window_days: length of the views window the pace is read from (``views_7d``).
         rooms_per_booking: mean rooms a booking takes.
         cancel_share: share of bookings cancelled, used until the key has its own figure.
-        method: ``fluid`` (the multiplier of the deterministic problem) or ``stochastic`` (the value of
-            the last room when the rest is sold at the best single price to Poisson demand).
+        method: ``fluid`` (the multiplier of the deterministic problem), ``stochastic`` (the value of
+            the last room when the rest is sold at the best single price to Poisson demand) or ``dp``
+            (the marginal value of a room in the dynamic programme over the forecast shoppers, each
+            quoted its best price: :func:`dp_bid_price`; positive whenever the last room might sell).
         beyond_trained: when the bid reaches the top of the model's trained price range, search up to
             the rules' ceiling (the model extrapolates flat there, so this trusts the bid over the model).
         nights_per_booking: mean nights a booking pays for. A booking takes a room of its check-in night
             and pays ``price x nights``: the bid is per room-night at this mean stay, and a request for
             ``n`` nights is priced against ``bid x nights_per_booking / n`` per night (a long stay pays
             more for the same room).
+        nights_mix: ``(nights, share)`` of bookings (e.g. from history: :func:`nights_mix`), for the
+            ``dp`` method: a long stay pays more for the same room, so the value of the last rooms is
+            that of the long stays still to come. ``None``: every stay at ``nights_per_booking``.
         extrapolate: search the rules' whole band, with the demand past the model's trained price range
             continued as a logit in log price from the range's edge, its slope the model's own over the
             upper half of the range (clipped to ``slope_range``): monotone in price, and
@@ -96,9 +112,10 @@ class BidPriceConfig(BaseModel):
     window_days: float = Field(default=7.0, gt=0.0)
     rooms_per_booking: float = Field(default=1.2, ge=1.0, allow_inf_nan=False)
     cancel_share: float = Field(default=0.15, ge=0.0, lt=1.0)
-    method: Literal["fluid", "stochastic"] = "fluid"
+    method: Literal["fluid", "stochastic", "dp"] = "fluid"
     beyond_trained: bool = False
     nights_per_booking: float = Field(default=1.0, ge=1.0, le=60.0, allow_inf_nan=False)
+    nights_mix: NightsMix | None = None
     extrapolate: bool = True
     slope_range: tuple[float, float] = (1.5, 8.0)
 
@@ -237,7 +254,12 @@ def _best(prices: npt.NDArray[np.float64], probs: npt.NDArray[np.float64], bid: 
 
 
 def bid_price(
-    prices: npt.ArrayLike, probs: npt.ArrayLike, fc: DemandForecast, *, method: str = "fluid"
+    prices: npt.ArrayLike,
+    probs: npt.ArrayLike,
+    fc: DemandForecast,
+    *,
+    method: str = "fluid",
+    nights: NightsMix | None = None,
 ) -> float:
     """The fluid bid price: the smallest ``bid >= 0`` whose best price sells at most the rooms left.
 
@@ -246,6 +268,8 @@ def bid_price(
     """
     if method == "stochastic":
         return stochastic_bid_price(prices, probs, fc)
+    if method == "dp":
+        return dp_bid_price(prices, probs, fc, nights=nights)
     p = np.asarray(prices, dtype=float)
     q = np.minimum.accumulate(np.clip(np.asarray(probs, dtype=float), 0.0, 1.0))
     demand = fc.views * fc.rooms_kept * q  # rooms the remaining shoppers would keep at each price
@@ -288,6 +312,70 @@ def stochastic_bid_price(prices: npt.ArrayLike, probs: npt.ArrayLike, fc: Demand
     e_min = np.cumsum(tails, axis=0)  # E[min(D, k + 1)]
     value = (p[None, :] * e_min).max(axis=1)
     return float(value[-1] - (value[-2] if x >= 2 else 0.0))
+
+
+def dp_bid_price(
+    prices: npt.ArrayLike, probs: npt.ArrayLike, fc: DemandForecast, *, nights: NightsMix | None = None
+) -> float:
+    """The marginal value of a room in the dynamic programme over the forecast shoppers (Gallego & van Ryzin).
+
+    ``fc.views`` shoppers arrive one per period (``DP_MAX_STEPS`` periods at most). A shopper stays
+    ``n`` nights with the shares of ``nights`` (``(n, share)`` pairs; one night when ``None``), pays
+    ``n`` x the nightly price, takes a room of the night, and is quoted
+    ``argmax_p q(p) (n p - (V(x) - V(x - 1)))``; she books a room with ``q(p) x fc.rooms_kept``
+    (``probs`` per view, made non-increasing). Unlike the fluid bid it values the risk that demand runs
+    ahead of the rooms when the expected demand is just below them; unlike the single-price
+    ``stochastic`` bid the later shoppers are priced as the rooms go, and a long stay can take a room
+    that a short one would not get. Returned per room-night at the mix's mean stay (as
+    :func:`cost_per_night` expects).
+
+    Example:
+        >>> p = np.array([100.0, 150.0, 200.0]); q = np.array([0.5, 0.3, 0.1])
+        >>> few, many = (dp_bid_price(p, q, DemandForecast(40.0, x, 1.0, 10.0)) for x in (3.0, 30.0))
+        >>> few > 100.0 > many >= 0.0, dp_bid_price(p, q, DemandForecast(0.0, 3.0, 1.0, 0.5))
+        (True, 0.0)
+    """
+    p = np.asarray(prices, dtype=float)
+    q = np.minimum.accumulate(np.clip(np.asarray(probs, dtype=float), 0.0, 1.0)) * min(max(fc.rooms_kept, 0.0), 1.0)
+    x = min(int(round(fc.rooms_left)), DP_MAX_ROOMS)
+    if x <= 0:
+        return float(p[-1])
+    steps = min(int(math.ceil(max(fc.views, 0.0))), DP_MAX_STEPS)
+    if steps == 0:
+        return 0.0
+    per_step = fc.views / steps  # shoppers per period: 1 or less, or several on the busiest nights
+    book = q * per_step if per_step <= 1.0 else 1.0 - (1.0 - q) ** per_step
+    stays = np.array([n for n, _ in nights] if nights else [1.0])
+    shares = np.array([w for _, w in nights] if nights else [1.0])
+    shares = shares / shares.sum()
+    # best gain per shopper-night against a cost c per night: max_p book(p) (p - c), convex in c;
+    # tabulated once on _ENVELOPE_POINTS costs, so each period is an interpolation per stay class
+    costs = np.linspace(0.0, float(p[-1]), _ENVELOPE_POINTS)
+    envelope = np.maximum((book[:, None] * (p[:, None] - costs[None, :])).max(axis=0), 0.0)
+    value = np.zeros(x + 1)  # V(0..x) with no shopper left
+    for _ in range(steps - 1):
+        marginal = np.diff(value)  # V(k) - V(k - 1), k = 1..x
+        gain = np.zeros(x)
+        for n, w in zip(stays, shares, strict=True):
+            gain += w * n * np.interp(marginal / n, costs, envelope, right=0.0)
+        value[1:] += gain
+    return float(value[x] - value[x - 1]) / float(stays @ shares)
+
+
+def nights_mix(stays: Sequence[int], *, longest: int = 14) -> NightsMix:
+    """Shares of stay lengths from observed bookings, stays over ``longest`` nights pooled at their mean.
+
+    Example:
+        >>> nights_mix([1, 1, 2, 4, 30], longest=7)
+        ((1.0, 0.4), (2.0, 0.2), (4.0, 0.2), (30.0, 0.2))
+    """
+    arr = np.asarray(stays, dtype=float)
+    if arr.size == 0:
+        return ((1.0, 1.0),)
+    out = [(float(n), float(np.mean(arr == n))) for n in np.unique(arr[arr <= longest])]
+    if np.any(arr > longest):
+        out.append((float(arr[arr > longest].mean()), float(np.mean(arr > longest))))
+    return tuple(out)
 
 
 def cost_per_night(bid: float, nights: int, config: BidPriceConfig) -> float:

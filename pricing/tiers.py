@@ -395,7 +395,8 @@ class _BundlePricer:
         probs = np.asarray(predict(grid), dtype=np.float64).reshape(len(grid), -1).mean(axis=1)
         if not np.all(np.isfinite(probs)):
             return None
-        return bid_price(grid, probs, fc, method=self._capacity.method if self._capacity else "fluid")
+        cfg = self._capacity or DEFAULT_CAPACITY
+        return bid_price(grid, probs, fc, method=cfg.method, nights=cfg.nights_mix)
 
 
 class LightPricer(_BundlePricer):

@@ -216,3 +216,33 @@ def test_a_long_stay_is_priced_against_a_smaller_cost_per_night(bundle: Path) ->
     assert one.bid_price is not None and one.bid_price > 0.0 and six.bid_price == pytest.approx(one.bid_price)
     assert six.price < one.price
     assert cost_per_night(one.bid_price, 6, cfg) == pytest.approx(one.bid_price / 3.0)
+
+
+def test_dp_bid_matches_a_bellman_recursion_solved_by_hand() -> None:
+    from pricing.bid_price import dp_bid_price
+
+    # 3 shoppers to come (the one being quoted and 2 after), 2 rooms, prices 100 or 200 with q 0.6 / 0.3
+    p, q = np.array([100.0, 200.0]), np.array([0.6, 0.3])
+
+    def value(shoppers: int, rooms: int) -> float:
+        if shoppers == 0 or rooms == 0:
+            return 0.0
+        keep, sell = value(shoppers - 1, rooms), value(shoppers - 1, rooms - 1)
+        return keep + max(float(qi * (pi + sell - keep)) for pi, qi in zip(p, q, strict=True))
+
+    # the shopper being quoted is the first of 3: the bid is the value of a room to the 2 after
+    expected = value(2, 2) - value(2, 1)
+    assert dp_bid_price(p, q, DemandForecast(3.0, 2.0, 1.0, 5.0)) == pytest.approx(expected)
+    # by hand: V(1, k) = 60; V(2, 1) = 60 + max(0.6 x 40, 0.3 x 140) = 102; V(2, 2) = 60 + 60 = 120
+    assert expected == pytest.approx(18.0)
+
+
+def test_dp_bid_rises_as_rooms_run_out_and_is_positive_where_the_fluid_bid_is_zero() -> None:
+    from pricing.bid_price import dp_bid_price
+
+    bids = [dp_bid_price(PRICES, PROBS, fc(100.0, rooms)) for rooms in (60.0, 40.0, 30.0, 20.0, 10.0, 5.0)]
+    assert bids == sorted(bids) and bids[-1] > 2 * bids[1]
+    assert bid_price(PRICES, PROBS, fc(100.0, 60.0)) == 0.0 and bids[0] > 0.0
+    assert dp_bid_price(PRICES, PROBS, fc(2.0, 30.0)) < 1e-6  # near arrival, rooms to spare
+    assert bid_price(PRICES, PROBS, fc(100.0, 10.0), method="dp") == bids[-2]
+    assert dp_bid_price(PRICES, PROBS, fc(100.0, 0.0)) == PRICES[-1]
