@@ -25,6 +25,7 @@ from infra.config import REPO_ROOT, StackConfig
 from pipelines.config import FeatureJobConfig
 
 if TYPE_CHECKING:
+    from pricing.input_guard import InputGuardConfig
     from pricing.output_audit import OutputAuditConfig
     from pricing.service import ServiceConfig
     from routing.delivery import DeliveryConfig
@@ -82,6 +83,10 @@ class Settings(BaseSettings):
     output_audit_max_move: float = Field(default=0.5, gt=0.0, le=10.0)
     """Largest share a model price may move from its stay key's recent median (0.5: +-50%)."""
     output_audit_action: Literal["clamp", "hold"] = "clamp"
+    input_guard: bool = True
+    """ML01: impossible or out-of-distribution requests are priced by the rules, not a model (reason recorded)."""
+    input_guard_margin: float = Field(default=0.5, ge=0.0, le=100.0)
+    """How far past the model's training 1st-99th percentile range an input may go, in widths of that range."""
     """What the output audit does to a breach: clamp to the nearest allowed price, or hold at the median."""
     http_security: Literal["auto", "on", "off"] = "auto"
     """API keys and per-client rate limits on ``/v1/``: ``auto`` turns them on unless ``http_host`` is loopback."""
@@ -252,6 +257,12 @@ class Settings(BaseSettings):
                              keys_file=self.keys_file() if secure else None,
                              rate_limit=self.http_rate_limit if secure else None,
                              ops_routes=self.http_ops_port is None)
+
+    def input_guard_config(self) -> InputGuardConfig | None:
+        """The scorer's input guard (None when ``input_guard`` is off)."""
+        from pricing.input_guard import InputGuardConfig
+
+        return InputGuardConfig(margin=self.input_guard_margin) if self.input_guard else None
 
     def output_audit_config(self) -> OutputAuditConfig | None:
         """The serving path's output audit (None when ``output_audit`` is off)."""

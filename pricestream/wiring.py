@@ -171,7 +171,7 @@ def build_scorer(
 
         feature_source = RedisFeatureSource(settings.features())
     scorer = Scorer(
-        config or ScorerConfig(deadline_ms=settings.deadline_ms),
+        config or ScorerConfig(deadline_ms=settings.deadline_ms, input_guard=settings.input_guard_config()),
         rules=RuleSet.load(settings.rules_file),
         feature_source=feature_source,
         light=None,

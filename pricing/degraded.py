@@ -41,6 +41,8 @@ HEAVY_MODEL_ERROR = "heavy_model_error"
 HEAVY_BAD_QUOTE = "heavy_bad_quote"
 HEAVY_DEADLINE = "heavy_deadline"
 BAD_PRICE = "bad_price"
+IMPOSSIBLE_INPUT = "impossible_input"
+OOD_INPUT = "ood_input"
 
 REASON_CODES: tuple[str, ...] = (
     FEATURE_STORE_UNAVAILABLE,
@@ -54,6 +56,8 @@ REASON_CODES: tuple[str, ...] = (
     HEAVY_BAD_QUOTE,
     HEAVY_DEADLINE,
     BAD_PRICE,
+    IMPOSSIBLE_INPUT,
+    OOD_INPUT,
 )
 """Every degradation code; the label values of ``pricestream_degraded_decisions_total``."""
 

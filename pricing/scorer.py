@@ -51,6 +51,7 @@ from events.models import PricingDecision, PricingRequest, Tier
 from pricing import degraded as dg
 from pricing.degraded import Deadline, Degradation, missing_features, sanitize_features
 from pricing.feature_source import FeatureRead, FeatureSource, MemoryFeatureSource, safe_read, safe_read_many
+from pricing.input_guard import InputGuard, InputGuardConfig
 from pricing.metrics import ScorerMetrics
 from pricing.rules import RuleOutcome, RuleSet
 from pricing.vectorize import BASE_RATE
@@ -187,6 +188,8 @@ class ScorerConfig(BaseModel):
     degrade_on_deadline_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
     snapshot_id: str | None = None
     feature_version: str = "features.v1"
+    input_guard: InputGuardConfig | None = None
+    """ML01: impossible or out-of-distribution requests are priced by the rules (:mod:`pricing.input_guard`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +254,7 @@ class Scorer:
         self._seen: dict[str, int] = {}
         self._generation: int | None = None
         self.audit_failing = False
+        self._guard = None if config.input_guard is None else InputGuard(config.input_guard)
 
     # -- models ---------------------------------------------------------------------------
     @property
@@ -378,6 +382,8 @@ class Scorer:
             result = _Result(outcome.rule_price, "rules", degradation=problem)
         elif (stale := self._staleness(request, read)) is not None:
             result = _Result(outcome.rule_price, "rules", degradation=stale)
+        elif (suspect := self._suspect(request, features, models)) is not None:  # ML01: no model for it
+            result = _Result(outcome.rule_price, "rules", degradation=suspect)
         else:
             result = self._routed(request, features, read, outcome, deadline, models)
         price = dg.final_price(result.price, outcome, request.last_published_price)
@@ -410,6 +416,14 @@ class Scorer:
         candidates = tuple((float(p), float(b)) for p, b in (getattr(result.quote, "candidates", ()) or ()))
         trail = Trail(features, tuple(result.consulted), candidates, self.config.feature_version)
         return decision, trail
+
+    def _suspect(self, request: PricingRequest, features: Mapping[str, float | None],
+                 models: _Models) -> Degradation | None:
+        """The input guard's verdict against the light model's training envelope (None: guard off or clean)."""
+        if self._guard is None:
+            return None
+        meta = getattr(models.light, "meta", None)
+        return self._guard.check(request, features, meta.get("envelope") if isinstance(meta, dict) else None)
 
     def _staleness(self, request: PricingRequest, read: FeatureRead) -> Degradation | None:
         limit = self.config.stale_after_s
