@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 import typer
 
 from pricestream.commands import features as features_cmd
+from pricestream.commands import heavy as heavy_cmd
 from pricestream.commands import jobs as jobs_cmd
 from pricestream.commands import keys as keys_cmd
 from pricestream.commands import market as market_cmd
@@ -65,6 +66,7 @@ app.add_typer(services_cmd.app, name="services")
 app.command("run")(run_cmd.run)
 app.add_typer(market_cmd.app, name="market")
 app.add_typer(keys_cmd.app, name="keys")
+app.add_typer(heavy_cmd.app, name="heavy")
 
 
 @app.command()
@@ -211,7 +213,8 @@ def serve(
 
     s = settings().acting_as("scorer", redis_user="scorer")  # a secure stack's least-privilege logins
     service = s.http_service(host or s.http_host)  # refuses security off on a bind beyond loopback, before loading
-    create_topics(s.kafka(), [TOPICS["pricing.decisions"], TOPICS["pricing.decisions.dlq"]])
+    create_topics(s.kafka(), [TOPICS["pricing.decisions"], TOPICS["pricing.decisions.dlq"],
+                              *([TOPICS["audit.heads"]] if audit and s.audit_topic_anchors() else [])])
     with progress_bar("loading models", total=2) as bar:
         path = build_serving_path(
             s, audit=audit, on_progress=lambda step, done, total: bar.update(
@@ -302,7 +305,13 @@ def audit_verify(
 
     s = settings()
     target = path or s.audit()
-    result = verify(target, key=s.audit_key, anchors=s.audit_anchors)
+    remote = None
+    if s.audit_topic_anchors():  # the anchors on the audit.heads topic too (they survive deleted files)
+        from pricing.audit_anchors import resolve_key
+        from pricing.audit_kafka import read_topic_anchors
+
+        remote = read_topic_anchors(s.kafka(), target, resolve_key(s.audit_key))
+    result = verify(target, key=s.audit_key, anchors=s.audit_anchors, remote=remote)
     last = f"last intact entry: seq {result.last_seq} at {result.last_timestamp or '-'}, hash {result.last_hash[:12]}"
     if not result.ok and result.first_bad_position is None:
         fail(f"audit log {target}: {result.reason}")

@@ -25,6 +25,7 @@ from infra.config import REPO_ROOT, StackConfig
 from pipelines.config import FeatureJobConfig
 
 if TYPE_CHECKING:
+    from pricing.audit_kafka import TopicAnchorPublisher
     from pricing.input_guard import InputGuardConfig
     from pricing.output_audit import OutputAuditConfig
     from pricing.service import ServiceConfig
@@ -110,6 +111,9 @@ class Settings(BaseSettings):
     """Anchor file of the audit log's heads (default ``<audit log>.anchors``); keep it off the log's disk."""
     audit_anchor_interval_s: float = Field(default=1.0, ge=0)
     """The audit log's durable head is anchored at most this often (and at close); 0: every fsync."""
+    audit_anchor_topic: Literal["auto", "on", "off"] = "auto"
+    """Also publish the audit log's anchors to the ``audit.heads`` topic (and check them in ``audit verify``);
+    ``auto``: on a secure stack, where the topic has its own ACL (the scorer writes it, only the admin reads)."""
     follow_interval_s: float = Field(default=0.2, gt=0)
     """How often a server re-reads the rollout state, the registry generation and the router thresholds."""
     router_state: Path | None = None
@@ -149,6 +153,14 @@ class Settings(BaseSettings):
     registry directory. Control records name a bundle relative to it, with its ONNX sha256."""
     control_catch_up_s: float = Field(default=30.0, gt=0)
     """How long a starting server waits to read the control topic to its end before it serves."""
+    heavy_tier: Literal["local", "remote"] = "local"
+    """The heavy model in the scorer's process, or as its own service (``pricestream heavy serve``) at ``heavy_url``."""
+    heavy_url: str | None = None
+    """Base URL of the heavy service (default ``http://<http_host>:<heavy_port>``)."""
+    heavy_port: int = Field(default=8100, gt=0, lt=65536)
+    """Port of ``pricestream heavy serve``."""
+    heavy_deadline_ms: float = Field(default=30.0, gt=0, le=10_000)
+    """Longest wait for a remote heavy quote; past it the light model's price stands, flagged degraded."""
 
     def stack(self) -> StackConfig:
         return StackConfig(
@@ -231,6 +243,10 @@ class Settings(BaseSettings):
         """Where replicas read model bundles (``model_store``, default the registry directory)."""
         return self.model_store or self.registry()
 
+    def heavy_endpoint(self) -> str:
+        """Where the remote heavy tier answers (``heavy_url``, default this host's ``heavy_port``)."""
+        return self.heavy_url or f"http://{self.http_host}:{self.heavy_port}"
+
     def rollout(self) -> Path:
         """State file of progressive delivery (``pricestream rollout ...``)."""
         return self.rollout_state or self.data_dir / "rollout" / "rollout.json"
@@ -257,6 +273,16 @@ class Settings(BaseSettings):
                              keys_file=self.keys_file() if secure else None,
                              rate_limit=self.http_rate_limit if secure else None,
                              ops_routes=self.http_ops_port is None)
+
+    def audit_topic_anchors(self) -> bool:
+        """Whether audit anchors go to (and are verified against) the ``audit.heads`` topic."""
+        return self.audit_anchor_topic == "on" or (self.audit_anchor_topic == "auto" and self.secure)
+
+    def audit_anchor_publisher(self, log_path: Path) -> TopicAnchorPublisher | None:
+        """The ``on_anchor`` hook of a serving audit log at ``log_path`` (None when topic anchors are off)."""
+        from pricing.audit_kafka import TopicAnchorPublisher
+
+        return TopicAnchorPublisher(self.kafka(), log_path) if self.audit_topic_anchors() else None
 
     def input_guard_config(self) -> InputGuardConfig | None:
         """The scorer's input guard (None when ``input_guard`` is off)."""

@@ -131,6 +131,14 @@ def pricer_loader(settings: Settings) -> Callable[[Path], Any]:
     def load(bundle_dir: Path) -> Any:
         from pricing.tiers import load_pricer  # deferred: onnxruntime loads only when a model does
 
+        if settings.heavy_tier == "remote":  # the heavy service holds the model; this slot is its client
+            from pricing.heavy_service import RemoteHeavyPricer
+            from pricing.training import read_meta
+
+            meta = read_meta(bundle_dir)
+            if meta["tier"] == "heavy":
+                return RemoteHeavyPricer(settings.heavy_endpoint(), version=str(meta["version"]),
+                                         deadline_ms=settings.heavy_deadline_ms, name=str(meta["name"]))
         return load_pricer(bundle_dir, exploration=exploration)
 
     return load
