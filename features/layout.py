@@ -44,6 +44,16 @@ def _key_prefix(keys: tuple[str, ...]) -> bytes:
     return serialize_entity_key_prefix(sorted(keys), entity_key_serialization_version=3)
 
 
+def entity_key_prefix(keys: Sequence[str]) -> bytes:
+    """The start of every entity key of these join keys (the values and the project follow)."""
+    return _key_prefix(tuple(keys))
+
+
+def string_tag() -> bytes:
+    """What precedes each string value in an entity key (its length, little endian, and bytes follow)."""
+    return _STRING
+
+
 def redis_key(keys: Sequence[str], values: Sequence[str], project: str) -> bytes:
     """The hash key Feast reads for these join keys and values (``keys`` sorted by name)."""
     parts = [_key_prefix(tuple(keys))]

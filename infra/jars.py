@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import shutil
 import subprocess
 import tempfile
+import zipfile
 from pathlib import Path
 
 from infra.config import StackConfig
@@ -15,9 +17,13 @@ from infra.prereqs import require
 POM_DIR = Path(__file__).resolve().parent / "maven"
 UDF_SOURCES = Path(__file__).resolve().parent.parent / "pipelines" / "udf" / "src"
 """Java sources of the feature job's functions (the one-pass event parser)."""
+UDF_RESOURCES = UDF_SOURCES.parent / "resources"
+"""Files packed as they are (the service entry of the ``pricestream-redis`` table connector)."""
 UDF_JAR = "pricestream-udf.jar"
 _JAVA_RELEASE = "11"  # the oldest JVM Flink 2.x runs on
-BUNDLES: tuple[str, ...] = ("kafka", "flink")
+BUNDLES: tuple[str, ...] = ("kafka", "flink", "redis")
+_PACKED = "redis"
+"""The bundle whose jars go inside the function jar (Jedis for the online-store sink): one jar on the job's path."""
 _DONE = ".resolved"
 
 
@@ -63,25 +69,35 @@ def pyflink_lib() -> Path:
 
 
 def build_udf(config: StackConfig) -> Path:
-    """Compile ``pipelines/udf`` against PyFlink's own jars into one jar; rebuilt only when a source changes.
+    """Compile ``pipelines/udf`` against PyFlink's jars and Jedis into one jar; rebuilt only when an input changes.
 
-    javac, not Maven: the only dependencies are Flink's, and compiling against the jars the job runs
-    on rules out a version mismatch.
+    javac, not Maven: the Flink jars are the ones the job runs on, which rules out a version
+    mismatch. The Redis client's classes (bundle ``redis``) are packed into the jar, so the job has
+    one jar of its own on ``pipeline.jars``.
 
     Raises:
         ResolveError: javac or jar failed (their output is in the message).
     """
     sources = sorted(UDF_SOURCES.rglob("*.java"))
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
+    resources = sorted(p for p in UDF_RESOURCES.rglob("*") if p.is_file())
+    packed = sorted(resolve(config, _PACKED).glob("*.jar"))
+    digest = hashlib.sha256(b"".join([*(p.read_bytes() for p in sources + resources),
+                                      *(p.name.encode() for p in packed)])).hexdigest()
     jar = config.jar_dir("flink") / UDF_JAR
     marker = jar.with_suffix(".sha256")
     if jar.exists() and marker.exists() and marker.read_text() == digest:
         return jar
     lib = pyflink_lib()
-    classpath = ":".join(str(p) for p in sorted(lib.glob("flink-*.jar")))
+    classpath = ":".join(str(p) for p in [*sorted(lib.glob("flink-*.jar")), *packed])
     javac, jar_tool = require("javac", "a JDK 17 (javac)"), require("jar", "a JDK 17 (jar)")
     jar.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as classes:
+        for dependency in packed:
+            _unpack(dependency, Path(classes))
+        for resource in resources:
+            target = Path(classes) / resource.relative_to(UDF_RESOURCES)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(resource, target)
         for argv in (
             [javac, "-nowarn", "--release", _JAVA_RELEASE, "-cp", classpath, "-d", classes, *map(str, sources)],
             [jar_tool, "cf", str(jar), "-C", classes, "."],
@@ -92,3 +108,14 @@ def build_udf(config: StackConfig) -> Path:
                 raise ResolveError(msg)
     marker.write_text(digest)
     return jar
+
+
+def _unpack(dependency: Path, into: Path) -> None:
+    """A dependency's classes, without its signature, manifest, module descriptor or service entries."""
+    with zipfile.ZipFile(dependency) as archive:
+        for name in archive.namelist():
+            if name.endswith("/") or name.startswith("META-INF/") or name.endswith("module-info.class"):
+                continue
+            target = into / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(archive.read(name))

@@ -13,6 +13,33 @@ UDF_JAR_NAME = "pricestream-udf.jar"
 """The job's JVM functions, built by ``pricestream up`` next to the connector jar (``infra.jars.build_udf``)."""
 
 
+class OnlineSink(BaseModel):
+    """The online store the job writes itself (Feast's Redis layout, compare-and-set on the version).
+
+    Example:
+        >>> OnlineSink(redis_url="redis://127.0.0.1:6379/0", project="demo").flush_ms
+        50
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    redis_url: str
+    project: str
+    """The Feast project: the suffix of every entity key."""
+    username: str | None = None
+    password: str | None = Field(default=None, repr=False)
+    """The ACL user's password on a secure stack (a secret: never printed)."""
+    timeout_ms: int = Field(default=5_000, gt=0)
+    retry_ms: int = Field(default=60_000, ge=0)
+    """How long a Redis outage blocks the job before it fails over to a restart from its checkpoint."""
+    batch_rows: int = Field(default=2_000, gt=0)
+    """Rows held (newest per entity and view) before a round trip, whatever the timer."""
+    rows_per_call: int = Field(default=64, gt=0)
+    """Rows per script call: one call blocks Redis while it runs (~5 us a row), so the scorer's reads wait little."""
+    flush_ms: int = Field(default=50, gt=0)
+    """How often the held rows go to Redis: with the tile operator's flush, the floor of freshness."""
+
+
 class FeatureJobConfig(BaseModel):
     """Everything the feature job needs to know.
 
@@ -32,6 +59,8 @@ class FeatureJobConfig(BaseModel):
     sink_topic: str = "features.v1"
     group_id: str = "pricestream-feature-job"
     connector_jar: Path
+    online: OnlineSink | None = None
+    """Write the online store from the job (no hop through ``features.v1`` and the Python writer); None: Kafka only."""
     udf_jar: Path | None = None
     """``pipelines/udf`` built; None means the default place, next to ``connector_jar``."""
     hotels: dict[str, HotelProfile] = Field(default_factory=dict)

@@ -27,6 +27,7 @@ from pipelines.feature_sql import (
     PARSED_ROWTIME,
     TILE_VALUES_VIEW,
     all_statements,
+    inventory_query,
     parsed_query,
     tile_input_query,
     tile_spec,
@@ -87,7 +88,7 @@ def build_feature_job(env: StreamTableEnvironment, config: FeatureJobConfig) -> 
         env.execute_sql(statement)
     register_tiles(env, config)
     job = env.create_statement_set()
-    for statement in inserts:  # DLQ, inventory and the tiled views' values
+    for statement in inserts:  # DLQ, the value rows (tiles and inventory) to features.v1 and Redis
         job.add_insert_sql(statement)
     return job
 
@@ -100,9 +101,11 @@ def register_tiles(env: StreamTableEnvironment, config: FeatureJobConfig) -> Non
     DataStream API for it (all on the JVM: PyFlink only wires the Java objects).
     """
     valid = env.to_data_stream(env.sql_query(tile_input_query()))
+    inventory = env.to_data_stream(env.sql_query(inventory_query()))
     add_jars_to_context_class_loader([config.functions_jar.resolve().as_uri()])  # the client's view of the jar
-    tiles = get_gateway().jvm.io.pricestream.flink.TileJob.apply(valid._j_data_stream, tile_spec(config))
-    env.create_temporary_view(TILE_VALUES_VIEW, env.from_data_stream(DataStream(tiles)))
+    tile_job = get_gateway().jvm.io.pricestream.flink.TileJob
+    rows = tile_job.union(tile_job.apply(valid._j_data_stream, tile_spec(config)), inventory._j_data_stream)
+    env.create_temporary_view(TILE_VALUES_VIEW, env.from_data_stream(DataStream(rows)))
 
 
 def register_parsed(env: StreamTableEnvironment) -> None:

@@ -12,9 +12,11 @@ replay, tie-broken by the partition offset). Both land on ``features.v1`` as val
 
 from __future__ import annotations
 
+import base64
 import json
+from urllib.parse import urlsplit
 
-from events.catalog import STAY_KEYS, VIEW_SPECS, ViewSpec
+from events.catalog import STAY_KEYS, VIEW_SPECS, VIEWS, ViewSpec
 from pipelines.config import FeatureJobConfig
 
 _VERSION = "CAST(event_time_ms AS BIGINT) * 1000000 + MOD(src_offset, 1000000)"
@@ -264,10 +266,13 @@ def tile_spec(config: FeatureJobConfig) -> str:
     })
 
 
-def inventory_insert() -> str:
-    """Inventory is a state, not a window: every inventory event is a row; the newest version wins in Redis."""
+def inventory_query() -> str:
+    """Inventory is a state, not a window: every inventory event is a row; the newest version wins in Redis.
+
+    Its rows join the tile operator's (:func:`pipelines.feature_job.register_tiles`), so one stream of
+    value rows feeds both ``features.v1`` and the job's own online-store sink.
+    """
     return f"""
-INSERT INTO features_sink
 SELECT hotel_id, room_type, stay_date, 'stay_inventory', event_time_ms, {_VERSION}, publish_ms,
   MAP['rooms_left', CAST(rooms_left AS DOUBLE), 'capacity', CAST(capacity AS DOUBLE),
       'occupancy', 1.0 - CAST(rooms_left AS DOUBLE) / CAST(capacity AS DOUBLE)]
@@ -286,6 +291,64 @@ def all_statements(config: FeatureJobConfig) -> tuple[list[str], list[str]]:
     """(DDL and views, INSERTs) of the whole job; ``parsed``, which the last two views read, is registered
     between them and the rest (:func:`pipelines.feature_job.register_parsed`), and the tile operator's
     view (:data:`TILE_VALUES_VIEW`) after them (:func:`pipelines.feature_job.register_tiles`)."""
-    ddl = [*function_ddl(), source_ddl(config), features_sink_ddl(config), dlq_sink_ddl(config),
+    online = [online_sink_ddl(config)] if config.online is not None else []
+    ddl = [*function_ddl(), source_ddl(config), features_sink_ddl(config), dlq_sink_ddl(config), *online,
            classified_view(config), valid_view(config)]
-    return ddl, [dlq_insert(), inventory_insert(), tile_values_insert()]
+    inserts = [dlq_insert(), tile_values_insert()]
+    if config.online is not None:
+        inserts.append(f"INSERT INTO online_sink SELECT * FROM {TILE_VALUES_VIEW}")
+    return ddl, inserts
+
+
+def online_sink_ddl(config: FeatureJobConfig) -> str:
+    """The job's own online-store sink (``RedisFeatureSinkFactory.java``): the value rows into Redis, no hop."""
+    return f"""
+CREATE TEMPORARY TABLE online_sink (
+  hotel_id STRING,
+  room_type STRING,
+  stay_date STRING,
+  `view` STRING,
+  feature_time BIGINT,
+  version BIGINT,
+  publish_time BIGINT,
+  features MAP<STRING, DOUBLE>
+) WITH (
+  'connector' = 'pricestream-redis',
+  'spec' = '{_quoted(redis_sink_spec(config))}'
+)"""
+
+
+def redis_sink_spec(config: FeatureJobConfig) -> str:
+    """JSON of ``RedisFeatureSink.java``: where Redis is, and each view's bytes in Feast's layout.
+
+    The bytes come from :mod:`features.layout` (the encoding Feast's reader is tested against): the
+    entity-key prefix of the view's join keys, the tag of a string value, the murmur field of each
+    feature, the ``_ts``/``_v`` fields; the Java side only concatenates them with the key values and
+    the project, so one implementation of the layout exists.
+    """
+    from features.layout import entity_key_prefix, feature_field, string_tag, ts_field, version_field
+    from features.online_writer import CAS_SCRIPT
+
+    online = config.online
+    if online is None:
+        msg = "online: got None, expected an OnlineSink to build the Redis sink's spec"
+        raise ValueError(msg)
+    parts = urlsplit(online.redis_url)
+    if parts.scheme not in ("redis", ""):
+        msg = f"online.redis_url: got {online.redis_url!r}, expected redis://host:port/db (TLS is not supported here)"
+        raise ValueError(msg)
+
+    def b64(raw: bytes) -> str:
+        return base64.b64encode(raw).decode()
+
+    return json.dumps({
+        "host": parts.hostname or "127.0.0.1", "port": parts.port or 6379, "db": int(parts.path.strip("/") or 0),
+        "user": online.username, "password": online.password, "timeout_ms": online.timeout_ms,
+        "retry_ms": online.retry_ms, "project": online.project, "script": CAS_SCRIPT,
+        "batch_rows": online.batch_rows, "rows_per_call": online.rows_per_call, "flush_ms": online.flush_ms,
+        "views": {name: {
+            "prefix": b64(entity_key_prefix(keys)), "key_count": len(keys), "string_tag": b64(string_tag()),
+            "version_field": b64(version_field(name)), "ts_field": b64(ts_field(name)),
+            "fields": [[f, b64(feature_field(name, f))] for f in names],
+        } for name, (keys, names) in VIEWS.items()},
+    })

@@ -46,6 +46,21 @@ public final class TileJob {
         return out;
     }
 
+    /** {@code values} and the rows of {@code others} (same columns, by position) as one stream of {@link #outputType}. */
+    public static DataStream<Row> union(DataStream<Row> values, DataStream<Row> others) {
+        DataStream<Row> typed = others
+            .map(row -> {
+                Row out = new Row(OUTPUT_NAMES.length);
+                for (int i = 0; i < OUTPUT_NAMES.length; i++) {
+                    out.setField(i, row.getField(i));
+                }
+                return out;
+            })
+            .returns(outputType())
+            .name("state rows");
+        return values.union(typed);
+    }
+
     /** The entity key of a row: its key columns joined by NUL (no id may hold a control character). */
     public static final class EntityKey implements KeySelector<Row, String> {
         private static final long serialVersionUID = 1L;
