@@ -415,24 +415,33 @@ def _await_feedback(run: _Run, report: DemoReport, say: Progress) -> None:
         report.rollouts.append(f"{state.version}: shadow")
 
 
+def _feature_reader(run: _Run) -> str:
+    """The service whose progress on ``features.v1`` tells the day's features are out of the job.
+
+    The online writer when it runs; when the job writes Redis itself (the default), the offline
+    writer: the job sends a row to Redis within its sink's flush interval of sending it to the topic.
+    """
+    return "offline-writer" if run.settings.job_writes_online else "online-writer"
+
+
 def _consumed_features(run: _Run) -> int:
-    """Feature rows the online writer has consumed so far (its ``/healthz``)."""
-    return int(run.deployment.health("online-writer").get("consumed") or 0)
+    """Feature rows :func:`_feature_reader` has consumed so far (its ``/healthz``)."""
+    return int(run.deployment.health(_feature_reader(run)).get("consumed") or 0)
 
 
 def _await_features(run: _Run, before: int, say: Progress) -> None:
     """Wait (bounded) until the day's features are in the online store: the next day is priced on them.
 
     The stream job runs behind the burst of a simulated day's events; without this wait the
-    scorer would price the next day on a store that is still empty. Caught up means the online
-    writer consumed rows since ``before`` and then nothing new, at lag 0, for ``_FEATURES_SETTLED_S``.
+    scorer would price the next day on a store that is still empty. Caught up means the feature
+    reader consumed rows since ``before`` and then nothing new, at lag 0, for ``_FEATURES_SETTLED_S``.
     """
     say("waiting for the feature job to bring the day's features to the online store")
     deadline = time.monotonic() + _FEATURES_WAIT_S
     while time.monotonic() < deadline and _consumed_features(run) <= before:
         time.sleep(1.0)
     left = max(deadline - time.monotonic(), _FEATURES_SETTLED_S * 2)
-    if not run.deployment.caught_up(("online-writer",), settle_s=_FEATURES_SETTLED_S, timeout_s=left):
+    if not run.deployment.caught_up((_feature_reader(run),), settle_s=_FEATURES_SETTLED_S, timeout_s=left):
         say(f"no features arrived within {_FEATURES_WAIT_S:.0f} s; the next day is priced without new ones")
 
 

@@ -25,6 +25,7 @@ from infra.config import REPO_ROOT, StackConfig
 from pipelines.config import FeatureJobConfig
 
 if TYPE_CHECKING:
+    from pipelines.config import OnlineSink
     from pricing.audit_kafka import TopicAnchorPublisher
     from pricing.input_guard import InputGuardConfig
     from pricing.output_audit import OutputAuditConfig
@@ -145,6 +146,9 @@ class Settings(BaseSettings):
     """Prices in the exploration band (their propensity is logged with each decision)."""
     job_idle_timeout_ms: int | None = Field(default=None, gt=0)
     """The feature job's source idleness timeout (``None``: the job's default)."""
+    job_writes_online: bool = True
+    """The feature job writes the online store (Redis) itself; ``pricestream run`` then starts no online
+    writer (``services run online-writer`` still rebuilds Redis from ``features.v1``)."""
     control_plane: Literal["files", "kafka"] = "files"
     """Where servers learn registry and rollout changes: the local files (one machine), or the compacted
     ``control.v1`` topic that every replica follows (``pricing.control_plane``; commands publish to it)."""
@@ -327,6 +331,16 @@ class Settings(BaseSettings):
             return {"redis_username": role}
         return {"redis_username": role, "redis_password": secret}
 
+    def _job_online_sink(self) -> OnlineSink:
+        """The feature job's own Redis sink: this Redis and project, as the ``writer`` user on a secure stack."""
+        from pipelines.config import OnlineSink
+
+        login: dict[str, object] = {}
+        if self.secure:
+            secret = self.stack().redis_passwords.get("writer")
+            login = {"username": "writer", "password": secret.get_secret_value() if secret else None}
+        return OnlineSink(redis_url=self.redis(), project=self.feast_project, **login)
+
     def hotel_profiles(self) -> dict[str, HotelProfile]:
         """The profiles of ``hotels_file`` (none without it).
 
@@ -357,4 +371,6 @@ class Settings(BaseSettings):
             fields["kafka_properties"] = java_client_properties(self.stack(), self.kafka_principal or "features")
         if self.job_idle_timeout_ms is not None:
             fields["idle_timeout_ms"] = self.job_idle_timeout_ms
+        if self.job_writes_online:
+            fields["online"] = self._job_online_sink()
         return FeatureJobConfig.model_validate(fields | {k: v for k, v in overrides.items() if v is not None})

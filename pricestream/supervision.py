@@ -80,8 +80,9 @@ def programs(s: Settings, *, exe: str | None = None, skip: frozenset[str] = froz
     exe = exe or executable()
     out: list[Program] = [Program("features", f"{exe} jobs run features", 10, env=_login(s, "features"),
                                   stops_by_signal=True, stop_as_group=False)]
-    for prio, name in ((20, "online-writer"), (20, "offline-writer")):
-        out.append(_service(s, exe, name, prio))
+    writers = ("offline-writer",) if s.job_writes_online else ("online-writer", "offline-writer")
+    for name in writers:  # the job writes Redis itself unless job_writes_online is off
+        out.append(_service(s, exe, name, 20))
     serve_url = f"http://{s.http_host}:{s.http_port}/healthz"
     out.append(Program("serve", f"{exe} serve", 30, env=_login(s, "scorer", redis_user="scorer"), ops_url=serve_url))
     for prio, name in ((40, "labels"), (50, "sampler"), (60, "trainer"), (70, "monitor")):

@@ -10,7 +10,7 @@ from pricestream.supervision import STOP_MARGIN_S, Program, Supervisor, programs
 
 
 def test_every_service_is_a_program_with_its_own_command_and_ops_port(tmp_path: Path) -> None:
-    s = Settings(state_dir=tmp_path, ops_base_port=40100, http_port=40200)
+    s = Settings(state_dir=tmp_path, ops_base_port=40100, http_port=40200, job_writes_online=False)
     progs = programs(s, exe="/x/pricestream", skip=frozenset({"features"}))
     assert [p.name for p in progs] == ["online-writer", "offline-writer", "serve", "labels", "sampler", "trainer",
                                        "monitor"]
@@ -19,6 +19,13 @@ def test_every_service_is_a_program_with_its_own_command_and_ops_port(tmp_path: 
         "trainer": "40104", "monitor": "40105"}
     assert progs[3].command == "/x/pricestream services run labels"
     assert progs[2].ops_url == "http://127.0.0.1:40200/healthz"
+
+
+def test_no_online_writer_when_the_job_writes_redis_itself(tmp_path: Path) -> None:
+    s = Settings(state_dir=tmp_path, ops_base_port=40100, http_port=40200)
+    assert s.job_writes_online and s.feature_job().online is not None
+    assert s.feature_job().online.project == s.feast_project  # type: ignore[union-attr]
+    assert [p.name for p in programs(s, exe="/x/pricestream")][:3] == ["features", "offline-writer", "serve"]
 
 
 def test_config_escapes_percent_and_stops_each_program_past_its_grace(tmp_path: Path) -> None:
