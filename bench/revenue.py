@@ -271,6 +271,8 @@ def main(argv: list[str] | None = None) -> None:
         ours = results["pricestream"]
         gains = [o.revenue / s.revenue - 1.0 for o, s in zip(ours, results["static"], strict=True)]
         over_rules = [o.revenue / s.revenue - 1.0 for o, s in zip(ours, results["rules"], strict=True)]
+        print(f"{name} per seed, pricestream over static: {' '.join(f'{g:+.1%}' for g in gains)}; "
+              f"over rules: {' '.join(f'{g:+.1%}' for g in over_rules)}")
         share = all_ratios[name]["pricestream"]
         last.append(f"{name}: pricestream {share[0]:.3f} of the DP oracle [{share[1]:.3f}, {share[2]:.3f}], "
                     f"lowest gain over static {min(gains):+.1%} (over rules {min(over_rules):+.1%})")
