@@ -67,7 +67,7 @@ GRANTS: dict[str, Grant] = {
     "online-writer": Grant(read=("features.v1",), write=("features.v1.dlq",), groups=("features-online-writer",)),
     "offline-writer": Grant(read=("features.v1",), write=("features.v1.dlq",), groups=("features-offline-writer",)),
     "scorer": Grant(read=("features.v1", "pricing.requests", "control.v1"),
-                    write=("pricing.decisions", "pricing.decisions.dlq", "pricing.requests.dlq"),
+                    write=("pricing.decisions", "pricing.decisions.dlq", "pricing.requests.dlq", "audit.heads"),
                     groups=("serve-stream", "pricing-stream-scorer", "pricestream-control")),
     "labels": Grant(read=("pricing.decisions", "behaviour.events"),
                     write=("feedback.labels", "pricing.decisions.dlq", "behaviour.events.dlq"),
@@ -194,7 +194,40 @@ def apply_acls(config: StackConfig, topic_prefix: str = "", timeout_s: float = 3
         except KafkaException as exc:
             msg = f"kafka ACL {binding}: refused ({exc}); expected the admin to create it"
             raise StartError(msg) from exc
+    _wait_visible(admin, bindings, timeout_s)
     return len(bindings)
+
+
+def _wait_visible(admin: Any, bindings: list[Any], timeout_s: float) -> None:
+    """Until the broker's authorizer lists every binding: it applies ACLs from the metadata log, a moment
+    after CreateAcls returns, and a client refused in that moment would see a spurious authorization error."""
+    import time
+
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    every = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                             AclPermissionType.ANY)
+    wanted = {_acl_key(b) for b in bindings}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        listed = {_acl_key(b) for b in admin.describe_acls(every, request_timeout=timeout_s).result(timeout_s)}
+        if wanted <= listed:
+            return
+        if time.monotonic() > deadline:
+            msg = f"kafka ACLs: {len(wanted - listed)} created but not listed after {timeout_s}s"
+            raise StartError(msg)
+        time.sleep(0.1)
+
+
+def _acl_key(b: Any) -> tuple[str, ...]:
+    return (b.restype.name, b.name, b.resource_pattern_type.name, b.principal, b.host, b.operation.name,
+            b.permission_type.name)
 
 
 def java_client_properties(config: StackConfig, principal: str, *, shaded: bool = True) -> dict[str, str]:

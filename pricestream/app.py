@@ -279,7 +279,8 @@ def build_serving_path(
                              config=config, models_source=None if control is None else control.state)
     log_file = AuditLog(audit_path or settings.audit(), fsync_interval_s=settings.audit_flush_interval_s,
                         key=settings.audit_key, anchors=settings.audit_anchors,
-                        anchor_interval_s=settings.audit_anchor_interval_s) if audit else None
+                        anchor_interval_s=settings.audit_anchor_interval_s,
+                        on_anchor=settings.audit_anchor_publisher(audit_path or settings.audit())) if audit else None
     publisher = None if publish == "none" else DecisionPublisher(settings, shadow_only=publish == "shadow")
     output_audit = settings.output_audit_config()
     rollout = RolloutScorer(incumbent, config=settings.delivery(), on_decision=publisher, audit=log_file,

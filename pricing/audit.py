@@ -55,7 +55,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from events.models import PricingDecision, PricingRequest
-from pricing.audit_anchors import AnchorFile, anchors_path, mac_hex, read_anchors, resolve_key
+from pricing.audit_anchors import AnchorFile, Anchors, anchors_path, mac_hex, read_anchors, resolve_key
 from pricing.errors import AuditLogError
 
 AuditKey = str | bytes | SecretStr | None
@@ -161,7 +161,8 @@ class AuditLog:
         anchors: the anchor file (default ``<path>.anchors``; keep it on other storage than the log).
         anchor_interval_s: the durable head is anchored at most this often (at a fsync) and at close;
             0 anchors at every fsync.
-        on_anchor: also called with every anchor record (e.g. to publish it to Kafka).
+        on_anchor: also called with every anchor record (e.g. :class:`pricing.audit_kafka.TopicAnchorPublisher`);
+            its ``close()``, if it has one, is called when the log closes (after the last anchor).
 
     Raises:
         AuditLogError: ``append`` after ``close``, a disk error, or (at open) a last line that is no entry.
@@ -294,6 +295,9 @@ class AuditLog:
                 return
             self._flush_locked(sync=True, anchor=True)
             self._file.close()
+        closer = getattr(self._on_anchor, "close", None)
+        if callable(closer):
+            closer()  # e.g. a topic publisher waits for its anchors in flight
 
     def _flush_loop(self) -> None:
         """Background: nothing appended stays off the disk longer than ``fsync_interval_s``."""
@@ -467,7 +471,8 @@ def _check_entry(position: int, line: bytes, expected_prev: str, key: bytes) -> 
     return entry, ""
 
 
-def verify(path: str | Path, *, key: AuditKey = None, anchors: str | Path | None = None) -> VerifyResult:
+def verify(path: str | Path, *, key: AuditKey = None, anchors: str | Path | None = None,
+           remote: tuple[str, Anchors] | None = None) -> VerifyResult:
     """Walk the MAC chain of a log, then its head and anchors, and report the first broken entry.
 
     Detects a changed entry (MAC mismatch, also when the chain was recomputed without the key),
@@ -479,6 +484,9 @@ def verify(path: str | Path, *, key: AuditKey = None, anchors: str | Path | None
         path: the log.
         key: the MAC key the log was written with (None: the development key).
         anchors: its anchor file (default ``<path>.anchors``).
+        remote: ``(where, anchors)`` read from a second place, e.g. the ``audit.heads`` topic
+            (:func:`pricing.audit_kafka.read_topic_anchors`): checked like the file, so a log cut
+            short with both its ``.head`` and its anchor file deleted is still caught.
 
     Example:
         >>> verify("/nonexistent/audit.jsonl").reason
@@ -491,6 +499,7 @@ def verify(path: str | Path, *, key: AuditKey = None, anchors: str | Path | None
     head, head_error = _read_head(path, mac_key)  # a bad head is reported after the entries it cannot vouch for
     anchor_file = Path(anchors) if anchors is not None else anchors_path(path)
     anchored = read_anchors(anchor_file, mac_key)
+    sources = [(str(anchor_file), anchored), *([remote] if remote is not None else [])]
     prev, position, stamp = GENESIS_HASH, 0, None
     with path.open("rb") as handle:  # binary: lines end at b"\n" only
         for position, raw in enumerate(handle, start=1):
@@ -505,22 +514,25 @@ def verify(path: str | Path, *, key: AuditKey = None, anchors: str | Path | None
             if head is not None and position == head[0] and prev != head[1]:
                 return VerifyResult(False, position, "entry hash differs from the head record", position,
                                     position, prev, stamp)
-            if anchored.by_seq.get(position, prev) != prev:
-                return VerifyResult(False, position, f"entry hash differs from its anchor in {anchor_file}",
-                                    position, position, prev, stamp)
+            for where, source in sources:
+                if source.by_seq.get(position, prev) != prev:
+                    return VerifyResult(False, position, f"entry hash differs from its anchor in {where}",
+                                        position, position, prev, stamp)
     if head is not None and head[0] > position:
         reason = f"log ends at seq {position} but the head records seq {head[0]}: entries removed from the end"
         return VerifyResult(False, position + 1, reason, position, position, prev, stamp)
-    if anchored.last_seq > position:
-        reason = (f"log ends at seq {position} but {anchor_file} anchors seq {anchored.last_seq}: "
-                  "entries removed from the end")
-        return VerifyResult(False, position + 1, reason, position, position, prev, stamp)
+    for where, source in sources:
+        if source.last_seq > position:
+            reason = (f"log ends at seq {position} but {where} anchors seq {source.last_seq}: "
+                      "entries removed from the end")
+            return VerifyResult(False, position + 1, reason, position, position, prev, stamp)
     if head_error:
         return VerifyResult(False, None, head_error, position, position, prev, stamp)
-    if anchored.error:
-        bad = anchored.error_after_seq + 1
-        return VerifyResult(False, bad, f"{anchored.error}; entries from seq {bad} lost their anchor",
-                            position, position, prev, stamp)
+    for _, source in sources:
+        if source.error:
+            bad = source.error_after_seq + 1
+            return VerifyResult(False, bad, f"{source.error}; entries from seq {bad} lost their anchor",
+                                position, position, prev, stamp)
     if position and not anchored.count:
         reason = (f"no anchor in {anchor_file} for a log of {position} entries: anchor file deleted "
                   "(or the log was copied without it)")

@@ -27,6 +27,7 @@ import hmac
 import json
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,21 +116,42 @@ class Anchors:
 
 def read_anchors(path: Path, key: bytes) -> Anchors:
     """Read and check an anchor file (an absent file reads as no anchors)."""
+    if not path.exists():
+        return Anchors({}, 0, 0, GENESIS_ANCHOR)
+    with path.open("rb") as handle:
+        return check_anchors(handle, key, where=str(path))
+
+
+def check_anchors(lines: Iterable[bytes], key: bytes, *, where: str, chained: bool = True) -> Anchors:
+    """Check a sequence of anchor records (JSON lines, oldest first) read from ``where`` (a file, a topic).
+
+    ``chained=False`` checks each record's MAC but not that it follows the one before: a topic may
+    lack the anchors of a time it was not reachable or not configured, and Kafka's ACLs, not the
+    chain, keep records from being removed there.
+
+    Example:
+        >>> key = resolve_key("k")
+        >>> a = anchor_record(1, seq=3, digest="ab" * 32, prev_mac=GENESIS_ANCHOR, key=key, at="t")
+        >>> check_anchors([json.dumps(a).encode()], key, where="topic audit.heads").last_seq
+        3
+        >>> check_anchors([b"{}"], key, where="topic audit.heads").error[:36]
+        'topic audit.heads: anchor line 1: an'
+    """
     by_seq: dict[int, str] = {}
     prev, last_seq, n = GENESIS_ANCHOR, 0, 0
-    if not path.exists():
-        return Anchors(by_seq, 0, 0, prev)
-    with path.open("rb") as handle:
-        for n, raw in enumerate(handle, start=1):
-            try:
-                record = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError):
-                record = None
+    for n, raw in enumerate(lines, start=1):
+        try:
+            record = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            record = None
+        if not chained and isinstance(record, dict):
+            reason = check_anchor(record, record.get("n"), record.get("prev"), key)  # type: ignore[arg-type]
+        else:
             reason = check_anchor(record, n, prev, key)
-            if reason:
-                return Anchors(by_seq, last_seq, n - 1, prev, f"{path}: anchor line {n}: {reason}", last_seq)
-            by_seq[int(record["seq"])] = str(record["hash"])
-            last_seq, prev = max(last_seq, int(record["seq"])), str(record["mac"])
+        if reason:
+            return Anchors(by_seq, last_seq, n - 1, prev, f"{where}: anchor line {n}: {reason}", last_seq)
+        by_seq[int(record["seq"])] = str(record["hash"])
+        last_seq, prev = max(last_seq, int(record["seq"])), str(record["mac"])
     return Anchors(by_seq, last_seq, n, prev)
 
 

@@ -42,13 +42,15 @@ def test_the_feature_job_logs_in_as_features_through_the_connectors_shaded_modul
 
 
 def test_each_process_of_a_secure_deployment_gets_its_own_principal_and_redis_user() -> None:
-    env = {p.name: p.env for p in programs(_secure(), exe="pricestream")}
+    env = {p.name: p.env for p in programs(_secure(job_writes_online=False), exe="pricestream")}
     assert {n: e.get("PRICESTREAM_KAFKA_PRINCIPAL") for n, e in env.items()} == {
         "features": "features", "online-writer": "online-writer", "offline-writer": "offline-writer",
         "serve": "scorer", "labels": "labels", "sampler": "sampler", "trainer": "trainer", "monitor": "monitor"}
     assert env["serve"]["PRICESTREAM_REDIS_USER"] == "scorer"
     assert env["online-writer"]["PRICESTREAM_REDIS_USER"] == "writer"
     assert all("PRICESTREAM_KAFKA_PRINCIPAL" not in p.env for p in programs(Settings(), exe="pricestream"))
+    job = _secure().feature_job(connector_jar=Path("/x.jar"))
+    assert job.online is not None and job.online.username == "writer"  # the job writing Redis itself
 
 
 def test_a_service_login_is_its_principal_and_its_redis_user() -> None:

@@ -35,7 +35,7 @@ def test_every_dlq_belongs_to_an_input_topic() -> None:
     assert sorted(dlqs) == sorted(f"{spec.name}.dlq" for spec in _INPUTS)
     state = [spec.name for spec in TOPICS.values() if spec.cleanup_policy == "compact"]
     assert state == ["control.v1"]  # the one state topic: neither an input nor a DLQ
-    assert len(TOPICS) == 2 * len(_INPUTS) + len(state)
+    assert len(TOPICS) == 2 * len(_INPUTS) + len(state) + 1  # + audit.heads, the audit log's anchors
 
 
 def test_names_are_unique_and_match_their_keys() -> None:
@@ -51,6 +51,8 @@ def test_partitions_retention_and_key_are_set(spec: TopicSpec) -> None:
     assert spec.retention_ms >= 24 * 3600 * 1000
     if spec.cleanup_policy == "compact":  # control state: one partition keeps every change in one order
         assert spec.partitions == 1 and not spec.is_input
+    elif spec.name == "audit.heads":  # one audit log's anchors stay ordered under its own key
+        assert spec.key == "audit log id" and not spec.is_input
     else:
         assert spec.key == "hotel_id"  # one hotel's records stay ordered on one partition
     assert spec.description
