@@ -20,6 +20,7 @@ import typer
 from pricestream.commands import features as features_cmd
 from pricestream.commands import heavy as heavy_cmd
 from pricestream.commands import jobs as jobs_cmd
+from pricestream.commands import k8s as k8s_cmd
 from pricestream.commands import keys as keys_cmd
 from pricestream.commands import market as market_cmd
 from pricestream.commands import models as models_cmd
@@ -67,6 +68,7 @@ app.command("run")(run_cmd.run)
 app.add_typer(market_cmd.app, name="market")
 app.add_typer(keys_cmd.app, name="keys")
 app.add_typer(heavy_cmd.app, name="heavy")
+app.add_typer(k8s_cmd.app, name="k8s")
 
 
 @app.command()
