@@ -44,6 +44,22 @@ class StackConfig(BaseModel):
     """Passwords of the Redis roles (``admin``, ``scorer``, ``writer``) for a secure stack."""
     kafka_passwords: dict[str, SecretStr] = Field(default_factory=dict)
     """SCRAM passwords of the Kafka principals (``admin``, ``producer``, ``scorer``, ``trainer``), secure stack."""
+    kafka_tls_cert: Path | None = None
+    """PEM certificate (chain) of the broker: a secure stack then listens with SASL_SSL instead of SASL_PLAINTEXT."""
+    kafka_tls_key: Path | None = None
+    """PEM private key of ``kafka_tls_cert`` (unencrypted; keep it mode 0600)."""
+    kafka_tls_ca: Path | None = None
+    """PEM CA that clients trust for the broker (default: ``kafka_tls_cert`` itself, a self-signed certificate)."""
+
+    @property
+    def kafka_tls(self) -> bool:
+        """The broker listener speaks TLS (a secure stack with a certificate)."""
+        return self.secure and self.kafka_tls_cert is not None
+
+    @property
+    def kafka_ca(self) -> Path | None:
+        """What clients trust for the broker's certificate (None without TLS)."""
+        return (self.kafka_tls_ca or self.kafka_tls_cert) if self.kafka_tls else None
 
     @property
     def kafka_bootstrap(self) -> str:

@@ -43,12 +43,13 @@ logger.apache.level = WARN
 
 def _properties(config: StackConfig, data_dir: Path) -> str:
     host = config.host
+    keystore = kafka_security.write_keystore(config, data_dir.parent / "tls") if config.kafka_tls else None
     return "\n".join(
         [
             "process.roles=broker,controller",
             "node.id=1",
             f"controller.quorum.bootstrap.servers={host}:{config.kafka_controller_port}",
-            *kafka_security.listener_properties(config),
+            *kafka_security.listener_properties(config, keystore=keystore),
             f"log.dirs={data_dir}",
             "num.partitions=3",
             "offsets.topic.replication.factor=1",

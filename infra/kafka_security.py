@@ -28,7 +28,9 @@ Example:
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from infra.config import StackConfig
@@ -100,9 +102,18 @@ def client_config(config: StackConfig, principal: str = "admin") -> dict[str, An
     """The librdkafka settings of a client acting as ``principal`` (just the bootstrap when not secure)."""
     conf: dict[str, Any] = {"bootstrap.servers": config.kafka_bootstrap}
     if config.secure:
-        conf.update({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": MECHANISM,
+        conf.update({"security.protocol": protocol(config), "sasl.mechanisms": MECHANISM,
                      "sasl.username": principal, "sasl.password": password(config, principal)})
+    if config.kafka_ca is not None:
+        conf["ssl.ca.location"] = str(config.kafka_ca)
     return conf
+
+
+def protocol(config: StackConfig) -> str:
+    """The broker listener's security protocol: SASL_SSL with a certificate, else SASL_PLAINTEXT (or PLAINTEXT)."""
+    if not config.secure:
+        return "PLAINTEXT"
+    return "SASL_SSL" if config.kafka_tls else "SASL_PLAINTEXT"
 
 
 def _jaas(module: str, principal: str, secret: str, *, plain_users: bool = False) -> str:
@@ -110,8 +121,11 @@ def _jaas(module: str, principal: str, secret: str, *, plain_users: bool = False
     return f'org.apache.kafka.common.security.{module} required username="{principal}" password="{secret}"{extra};'
 
 
-def listener_properties(config: StackConfig) -> list[str]:
-    """``server.properties`` lines of the listeners: PLAINTEXT, or SASL/SCRAM with the authorizer."""
+def listener_properties(config: StackConfig, *, keystore: tuple[Path, str] | None = None) -> list[str]:
+    """``server.properties`` lines of the listeners: PLAINTEXT, or SASL/SCRAM (over TLS with ``keystore``).
+
+    ``keystore``: the PKCS12 keystore of the broker's certificate and its password (:func:`write_keystore`).
+    """
     host, port, cport = config.host, config.kafka_port, config.kafka_controller_port
     if not config.secure:
         return [
@@ -122,23 +136,74 @@ def listener_properties(config: StackConfig) -> list[str]:
             "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         ]
     admin = password(config, "admin")
-    return [
-        f"listeners=SASL_PLAINTEXT://{host}:{port},CONTROLLER://{host}:{cport}",
-        f"advertised.listeners=SASL_PLAINTEXT://{host}:{port}",
+    name = protocol(config)
+    low = name.lower()
+    lines = [
+        f"listeners={name}://{host}:{port},CONTROLLER://{host}:{cport}",
+        f"advertised.listeners={name}://{host}:{port}",
         "controller.listener.names=CONTROLLER",
-        "inter.broker.listener.name=SASL_PLAINTEXT",
-        "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
-        f"listener.name.sasl_plaintext.sasl.enabled.mechanisms={MECHANISM}",
+        f"inter.broker.listener.name={name}",
+        f"listener.security.protocol.map={name}:{name},CONTROLLER:SASL_PLAINTEXT",
+        f"listener.name.{low}.sasl.enabled.mechanisms={MECHANISM}",
         f"sasl.mechanism.inter.broker.protocol={MECHANISM}",
         "listener.name.controller.sasl.enabled.mechanisms=PLAIN",
         "sasl.mechanism.controller.protocol=PLAIN",
-        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config="
-        + _jaas("scram.ScramLoginModule", "admin", admin),
+        f"listener.name.{low}.scram-sha-512.sasl.jaas.config=" + _jaas("scram.ScramLoginModule", "admin", admin),
         "listener.name.controller.plain.sasl.jaas.config="
         + _jaas("plain.PlainLoginModule", "admin", admin, plain_users=True),
         "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users=User:admin",
     ]
+    if config.kafka_tls:
+        if keystore is None:
+            msg = "kafka_tls_cert: a TLS listener needs its keystore (write_keystore), got none"
+            raise StartError(msg)
+        store, secret = keystore
+        lines += [
+            f"listener.name.{low}.ssl.keystore.type=PKCS12",
+            f"listener.name.{low}.ssl.keystore.location={store}",
+            f"listener.name.{low}.ssl.keystore.password={secret}",
+            f"listener.name.{low}.ssl.key.password={secret}",
+            # the node is its own inter-broker client: it trusts what clients trust
+            f"listener.name.{low}.ssl.truststore.type=PEM",
+            f"listener.name.{low}.ssl.truststore.location={config.kafka_ca}",
+        ]
+    return lines
+
+
+def write_keystore(config: StackConfig, directory: Path) -> tuple[Path, str]:
+    """The broker's PKCS12 keystore (``kafka_tls_cert`` + ``kafka_tls_key``) under ``directory``, new password.
+
+    Raises:
+        StartError: the certificate or key is missing or not PEM (names the file).
+    """
+    import secrets
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    cert_path, key_path = config.kafka_tls_cert, config.kafka_tls_key
+    if cert_path is None or key_path is None:
+        msg = f"kafka_tls_key: got {key_path}, expected the private key of kafka_tls_cert {cert_path}"
+        raise StartError(msg)
+    try:
+        chain = x509.load_pem_x509_certificates(cert_path.read_bytes())
+        key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+    except (OSError, ValueError, TypeError) as exc:
+        msg = (f"kafka_tls_cert/kafka_tls_key: {cert_path}, {key_path} could not be read ({exc}); "
+               "expected a PEM certificate chain and its unencrypted PEM private key")
+        raise StartError(msg) from exc
+    secret = secrets.token_urlsafe(24)
+    blob = pkcs12.serialize_key_and_certificates(
+        b"kafka", key, chain[0], chain[1:] or None,  # type: ignore[arg-type]  # a DH key fails at run time
+        serialization.BestAvailableEncryption(secret.encode()))
+    directory.mkdir(parents=True, exist_ok=True)
+    store = directory / "broker.p12"
+    fd = os.open(store, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(blob)
+    return store, secret
 
 
 def scram_format_args(config: StackConfig) -> list[str]:
@@ -211,8 +276,9 @@ def _wait_visible(admin: Any, bindings: list[Any], timeout_s: float) -> None:
         ResourceType,
     )
 
-    every = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
-                             AclPermissionType.ANY)
+    anything: Any = None  # a filter field of None matches every value (the stubs say str)
+    every = AclBindingFilter(ResourceType.ANY, anything, ResourcePatternType.ANY, anything, anything,
+                             AclOperation.ANY, AclPermissionType.ANY)
     wanted = {_acl_key(b) for b in bindings}
     deadline = time.monotonic() + timeout_s
     while True:
@@ -252,10 +318,13 @@ def java_client_properties(config: StackConfig, principal: str, *, shaded: bool 
         msg = (f"kafka_passwords[{principal!r}]: got a password with a quote or backslash, expected neither "
                "(the Java client's JAAS line cannot hold them)")
         raise StartError(msg)
-    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": MECHANISM,
-            "sasl.jaas.config": _jaas("scram.ScramLoginModule", principal, secret)
-            .replace("org.apache.kafka.common.security", SHADED_JAAS_PACKAGE if shaded else
-                     "org.apache.kafka.common.security", 1)}
+    props = {"security.protocol": protocol(config), "sasl.mechanism": MECHANISM,
+             "sasl.jaas.config": _jaas("scram.ScramLoginModule", principal, secret)
+             .replace("org.apache.kafka.common.security", SHADED_JAAS_PACKAGE if shaded else
+                      "org.apache.kafka.common.security", 1)}
+    if config.kafka_ca is not None:
+        props |= {"ssl.truststore.type": "PEM", "ssl.truststore.location": str(config.kafka_ca)}
+    return props
 
 
 class AccessError(StartError):

@@ -56,6 +56,12 @@ class Settings(BaseSettings):
     """Password of the secure stack's Redis ``writer`` user (feature hashes and the CAS / tile scripts)."""
     kafka_passwords: dict[str, SecretStr] = Field(default_factory=dict)
     """SCRAM passwords of a secure stack's Kafka principals, JSON: ``{"admin": ..., "scorer": ...}``."""
+    kafka_tls_cert: Path | None = None
+    """PEM certificate of the secure stack's broker: its listener speaks SASL_SSL (clients verify it)."""
+    kafka_tls_key: Path | None = None
+    """PEM private key of ``kafka_tls_cert`` (read by ``pricestream up --secure`` only)."""
+    kafka_tls_ca: Path | None = None
+    """PEM CA that clients trust for the broker (default: ``kafka_tls_cert``, a self-signed certificate)."""
     kafka_principal: str | None = None
     """The Kafka principal this process acts as on a secure stack; unset: its command's own (``serve``: scorer,
     ``services run NAME``: NAME, ``produce``: producer, ``jobs run``: features), else ``admin``."""
@@ -181,6 +187,9 @@ class Settings(BaseSettings):
                              ("scorer", self.redis_scorer_password), ("writer", self.redis_writer_password))
                              if secret is not None},
             kafka_passwords=self.kafka_passwords,
+            kafka_tls_cert=self.kafka_tls_cert,
+            kafka_tls_key=self.kafka_tls_key,
+            kafka_tls_ca=self.kafka_tls_ca,
         )
 
     def kafka_client(self, principal: str = "admin") -> dict[str, object]:

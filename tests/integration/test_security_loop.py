@@ -1,9 +1,9 @@
 """The pipeline on a secure stack, one principal per process (``secure_stack``: SASL/SCRAM + ACLs, Redis users).
 
-The feature job (principal ``features``), the online writer (``online-writer``, Redis user ``writer``)
-and ``serve`` (``scorer``, Redis user ``scorer``) run as :class:`~pricestream.deployment.Deployment`
-processes; an inventory event sent by the SDK as ``producer`` must come back as the ``rooms_left``
-feature of a served decision. A service started with another principal is refused, naming it.
+The feature job (principal ``features``; it writes Redis itself as the ``writer`` user) and ``serve``
+(``scorer``, Redis user ``scorer``) run as :class:`~pricestream.deployment.Deployment` processes; an
+inventory event sent by the SDK as ``producer`` must come back as the ``rooms_left`` feature of a
+served decision. A service started with another principal is refused, naming it.
 """
 
 from __future__ import annotations

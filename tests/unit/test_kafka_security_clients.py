@@ -80,3 +80,16 @@ def test_acls_give_the_scorer_no_access_to_training_examples_and_the_sampler_wri
     groups = {(b.principal, b.name) for b in bindings if b.restype.name == "GROUP"}
     assert ("User:features", "pricestream-feature-job") in groups  # the Flink job's group carries no prefix
     assert ("User:labels", "p-feedback-labels") in groups
+
+
+def test_a_tls_stack_gives_every_client_the_ca(tmp_path: Path) -> None:
+    cert = tmp_path / "broker.pem"
+    s = _secure(kafka_tls_cert=cert, kafka_tls_key=tmp_path / "broker.key")
+    conf = s.acting_as("producer").kafka().client_conf()
+    assert (conf["security.protocol"], conf["ssl.ca.location"]) == ("SASL_SSL", str(cert))
+    props = s.feature_job(connector_jar=Path("/x.jar")).kafka_properties
+    assert (props["security.protocol"], props["ssl.truststore.type"], props["ssl.truststore.location"]) == (
+        "SASL_SSL", "PEM", str(cert))
+    lines = kafka_security.listener_properties(s.stack(), keystore=(tmp_path / "k.p12", "pw"))
+    assert "listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:SASL_PLAINTEXT" in lines
+    assert f"listener.name.sasl_ssl.ssl.keystore.location={tmp_path / 'k.p12'}" in lines
