@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
+from pricestream.commands import autoscale as autoscale_cmd
 from pricestream.commands import features as features_cmd
 from pricestream.commands import heavy as heavy_cmd
 from pricestream.commands import jobs as jobs_cmd
@@ -69,6 +70,7 @@ app.add_typer(market_cmd.app, name="market")
 app.add_typer(keys_cmd.app, name="keys")
 app.add_typer(heavy_cmd.app, name="heavy")
 app.add_typer(k8s_cmd.app, name="k8s")
+app.command("autoscale")(autoscale_cmd.autoscale)
 
 
 @app.command()
