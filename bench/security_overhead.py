@@ -7,7 +7,8 @@ rollout scorer:
 * ``off``: no API key, no rate limit, no output audit (the loopback development default);
 * ``on``: ``Authorization: Bearer`` checked against a hashed keys file (re-read when it
   changes), a per-client moving-window rate limit (set far above the load, so nothing is
-  refused: the cost of counting is what is measured), and the output audit of every price.
+  refused: the cost of counting is what is measured), the input guard (ML01) before the models
+  and the output audit of every price.
 
 One seeded request list is sent to both in alternating chunks at the same concurrency (so
 both see the same moments of host load); warm-up requests are excluded. Printed: p50 / p99
@@ -70,15 +71,21 @@ def serve(port: int, mode: str, bundles: tuple[Path, Path], keys_file: Path, sta
     """Child-process mode: the benchmark scorer behind the HTTP app, security layers ``on`` or ``off``."""
     import uvicorn
 
+    from pricing.input_guard import InputGuardConfig
     from pricing.output_audit import OutputAudit, output_audit_counter, rules_band
     from pricing.rollout import RolloutScorer
+    from pricing.scorer import Scorer, ScorerConfig
     from pricing.service import ServiceConfig, create_app
     from routing.delivery import DeliveryConfig
 
     scorer = build_scorer(bundles, stay_keys(args.hotels, seed=args.seed), config=None, seed=args.seed)
     rollout = RolloutScorer(scorer, config=DeliveryConfig(state_path=state / f"rollout-{mode}.json"))
     service = ServiceConfig()
-    if mode == "on":
+    if mode == "on":  # the same scorer with the input guard (ML01) in front of its models
+        scorer = Scorer(ScorerConfig(deadline_ms=scorer.config.deadline_ms, input_guard=InputGuardConfig()),
+                        rules=scorer.rules, feature_source=scorer.feature_source, light=scorer.light,
+                        heavy=scorer.heavy, router=scorer.router)
+        rollout = RolloutScorer(scorer, config=DeliveryConfig(state_path=state / f"rollout-{mode}.json"))
         rollout.output_audit = OutputAudit(band=rules_band(scorer.rules),
                                            counter=output_audit_counter(scorer.stats.registry))
         service = ServiceConfig(keys_file=keys_file, rate_limit=RATE_LIMIT)
@@ -109,10 +116,11 @@ def _load() -> str:
     return "load %.2f %.2f %.2f" % os.getloadavg()  # noqa: UP031 - a fixed three-number format
 
 
-def _clamped(port: int) -> float:
+def _counted(port: int, *prefixes: str) -> float:
+    """Sum of the ``/metrics`` samples whose line starts with one of ``prefixes``."""
     total = 0.0
     for line in httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10.0).text.splitlines():
-        if line.startswith("pricestream_output_audit_total{"):
+        if line.startswith(prefixes):
             total += float(line.rsplit(" ", 1)[1])
     return total
 
@@ -139,7 +147,9 @@ def main(args: argparse.Namespace) -> None:
                     chunk = bodies[start : start + args.chunk]
                     parts[mode].append(asyncio.run(_client(url, chunk, args.concurrency, headers[mode])))
             after = _load()
-            clamped = _clamped(servers["on"][1])
+            clamped = _counted(servers["on"][1], "pricestream_output_audit_total{")
+            guarded = _counted(servers["on"][1], 'pricestream_degraded_decisions_total{reason="ood_input"',
+                               'pricestream_degraded_decisions_total{reason="impossible_input"')
         finally:
             for server, _ in servers.values():
                 server.terminate()
@@ -153,6 +163,7 @@ def main(args: argparse.Namespace) -> None:
         print(f"  security {mode:>3}: p50 {p50[mode]:7.2f} ms   p99 {p99[mode]:7.2f} ms")
     print(f"  ratio on/off: p50 {p50['on'] / p50['off']:.3f}   p99 {p99['on'] / p99['off']:.3f}")
     print(f"  output audit: {clamped:.0f} of {len(bodies) + 200} prices clamped or held")
+    print(f"  input guard: {guarded:.0f} of {len(bodies) + 200} requests sent to the rules")
 
 
 def _parser() -> argparse.ArgumentParser:

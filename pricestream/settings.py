@@ -93,7 +93,7 @@ class Settings(BaseSettings):
     output_audit_action: Literal["clamp", "hold"] = "clamp"
     input_guard: bool = True
     """ML01: impossible or out-of-distribution requests are priced by the rules, not a model (reason recorded)."""
-    input_guard_margin: float = Field(default=0.5, ge=0.0, le=100.0)
+    input_guard_margin: float = Field(default=1.0, ge=0.0, le=100.0)
     """How far past the model's training 1st-99th percentile range an input may go, in widths of that range."""
     """What the output audit does to a breach: clamp to the nearest allowed price, or hold at the median."""
     http_security: Literal["auto", "on", "off"] = "auto"

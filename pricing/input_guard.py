@@ -7,8 +7,9 @@ Two checks, both pure, run by the scorer before any model quotes (:meth:`InputGu
   lead time). No market produces these; a client or a corrupted feature row does.
 * **outside the training distribution**: the model bundle stores each input's 1st-99th percentile
   of its training set (``meta.json`` ``envelope``, :func:`pricing.training.train_bundle`). The guard
-  widens that range by ``margin`` times its width on each side and flags an input beyond it. A model
-  extrapolating that far has no evidence for its price: an adversarial sample aims exactly there.
+  widens that range by ``margin`` times its width on each side (its magnitude when the input was
+  constant in training) and flags an input beyond it. A model extrapolating that far has no
+  evidence for its price: an adversarial sample aims exactly there.
 
 A flagged request gets a :class:`~pricing.degraded.Degradation` (code ``impossible_input`` or
 ``ood_input``, the detail naming the input, its value and the allowed range), so the decision is
@@ -20,6 +21,8 @@ Example:
     >>> req = PricingRequest(hotel_id="h1", room_type="std", stay_date=date(2026, 12, 24),
     ...                      event_time=datetime(2026, 12, 1, tzinfo=timezone.utc))
     >>> guard = InputGuard(InputGuardConfig(margin=0.5))
+    >>> widened({"base_rate": [150, 150], "rooms_left": [1, 50]}, 0.5)
+    {'base_rate': (75.0, 225.0), 'rooms_left': (-23.5, 74.5)}
     >>> envelope = {"price": [50, 500], "rooms_left": [1, 50], "lead_time_days": [0, 100]}
     >>> guard.check(req, {"rooms_left": 30, "capacity": 60}, envelope) is None
     True
@@ -57,7 +60,7 @@ class InputGuardConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    margin: float = Field(default=0.5, ge=0.0, le=100.0, allow_inf_nan=False)
+    margin: float = Field(default=1.0, ge=0.0, le=100.0, allow_inf_nan=False)
 
 
 def impossible(request: PricingRequest, features: Mapping[str, float | None]) -> str | None:
@@ -95,8 +98,11 @@ def widened(envelope: Mapping[str, Any], margin: float) -> dict[str, tuple[float
         lo, hi = bounds
         if lo is None or hi is None:
             continue
-        pad = margin * (float(hi) - float(lo))
-        out[name] = (float(lo) - pad, float(hi) + pad)
+        lo, hi = float(lo), float(hi)
+        width = hi - lo
+        if width <= 0:  # a constant in training (one base rate): widen around its magnitude instead
+            width = max(abs(lo), abs(hi), 1.0)
+        out[name] = (lo - margin * width, hi + margin * width)
     return out
 
 
