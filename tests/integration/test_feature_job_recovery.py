@@ -1,15 +1,15 @@
 """SIGKILL the feature job mid-stream and restart it with the plain documented command.
 
 ``pricestream jobs run features`` resumes from the latest retained checkpoint by default. The
-value rows are delivered at-least-once, so the restart replays some of them; the online writer's
-version check makes the replay harmless. The values served from Redis must then equal
-those of an uninterrupted run over the same events, for every key, with no event lost (counts
-exactly; means up to the rounding of the window's running sums, which saw other intermediate tiles).
+job writes Redis itself, at-least-once, so the restart replays some rows; the compare-and-set on
+the version makes the replay harmless. The values the job left in Redis must then equal those an
+uninterrupted run leaves, for every key, with no event lost (counts exactly; means up to the
+rounding of the window's running sums, which saw other intermediate tiles). The rows of
+``features.v1`` replayed through the Python online writer serve the same values.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -40,10 +40,10 @@ from features.online_writer import OnlineWriter
 from features.rows import parse_row
 from infra.config import StackConfig
 from infra.processes import end_tree
-from pipelines.config import FeatureJobConfig
+from pipelines.config import FeatureJobConfig, OnlineSink
 from pipelines.feature_job import latest_checkpoint, run
 from tests.integration._features_helpers import drop_project_keys
-from tests.integration.flink_helpers import feature_rows, make_topics, publish, read_all, reflected_events
+from tests.integration.flink_helpers import feature_rows, make_topics, publish, reflected_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.flink]
 
@@ -83,10 +83,13 @@ def _start(env: dict[str, str], log: Path) -> subprocess.Popen:
     return subprocess.Popen(argv, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def _served(stack: StackConfig, tmp_path: Path, rows: list[dict]) -> dict:
-    config = FeaturesConfig(project=f"fr{uuid.uuid4().hex[:8]}", state_dir=tmp_path, redis_url=stack.redis_url)
+def _served(stack: StackConfig, tmp_path: Path, *, project: str | None = None, rows: list[dict] | None = None) -> dict:
+    """Every key's values in Redis: as the job wrote them under ``project``, or ``rows`` through the Python writer."""
+    config = FeaturesConfig(project=project or f"fr{uuid.uuid4().hex[:8]}", state_dir=tmp_path,
+                            redis_url=stack.redis_url)
     try:
-        OnlineWriter(config).write_rows([parse_row(r) for r in rows])
+        if rows is not None:
+            OnlineWriter(config).write_rows([parse_row(r) for r in rows])
         keys = sorted({tuple(_key(i).values()) for i in range(N_EVENTS)})
         as_of = T0 + timedelta(seconds=97 * N_EVENTS + 60)  # just after the last event: inside every TTL
         reads = RedisFeatureSource(config, clock=lambda: as_of).read_many(keys)
@@ -101,8 +104,9 @@ def test_kill_and_plain_restart_serve_the_values_of_an_uninterrupted_run(stack: 
     create_topics(kafka, [TopicSpec(name="features.reference", partitions=1)])
     first, second = _events(0, N_EVENTS // 2), _events(N_EVENTS // 2, N_EVENTS // 2)
     publish(kafka, first)
+    project = f"fr{uuid.uuid4().hex[:8]}"  # where the deployed job writes Redis
     env = {**os.environ, "PRICESTREAM_TOPIC_PREFIX": kafka.topic_prefix, "PRICESTREAM_STATE_DIR": str(tmp_path),
-           "PRICESTREAM_JOB_STARTUP": "earliest-offset"}
+           "PRICESTREAM_JOB_STARTUP": "earliest-offset", "PRICESTREAM_FEAST_PROJECT": project}
     log = tmp_path / "job.log"
     job = _start(env, log)
     try:
@@ -148,11 +152,12 @@ def test_kill_and_plain_restart_serve_the_values_of_an_uninterrupted_run(stack: 
         bootstrap_servers=stack.kafka_bootstrap, topic_prefix=kafka.topic_prefix, sink_topic="features.reference",
         connector_jar=stack.flink_kafka_connector_jar, startup="earliest-offset", bounded=True,
         checkpoint_dir=tmp_path / "reference-checkpoints", group_id=f"ref-{uuid.uuid4().hex[:8]}",
+        online=OnlineSink(redis_url=stack.redis_url, project=f"{project}ref"),
     )
     run(reference)
     assert reflected_events(kafka, "features.reference") == N_EVENTS
-    reference_rows = [json.loads(m.value()) for m in read_all(kafka, "features.reference")]
-    got, want = _served(stack, tmp_path, rows), _served(stack, tmp_path, reference_rows)
+    got, want = _served(stack, tmp_path, project=project), _served(stack, tmp_path, project=f"{project}ref")
+    assert _differences(_served(stack, tmp_path, rows=rows), want) == []  # features.v1 carries the same values
     assert len(want) == 12 and all(v[0]["searches_7d"] is not None for v in want.values())
     assert {k: v[1] for k, v in got.items()} == {k: v[1] for k, v in want.items()}  # the same anchors
     assert _differences(got, want) == []
