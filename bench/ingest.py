@@ -54,7 +54,7 @@ from events.models import dumps
 from events.simulator import Market, MarketConfig, simulate
 from events.topics import TopicSpec
 from features.config import FeaturesConfig
-from features.freshness import FreshnessTracker
+from features.freshness import SINK_LAG_EDGES_MS, FreshnessTracker
 from features.online_writer import OnlineWriter, redis_client
 from features.rows import parse_row
 from infra.config import StackConfig
@@ -279,7 +279,7 @@ def watch_job(port: int, result: TableResult, *, watch_sink: bool = False) -> di
     return out
 
 
-LAG_EDGES_MS = (5, 10, 20, 50, 100, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 10000, 30000, 60000, 300000)
+LAG_EDGES_MS = SINK_LAG_EDGES_MS
 """Upper edges of the job's Redis sink freshness buckets (``RedisFeatureSink.LAG_EDGES_MS``); the last is open."""
 
 

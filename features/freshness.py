@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections import deque
@@ -28,6 +29,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 # Seconds; the pipeline target is "seconds from event to Redis", so resolution is finest there.
 BUCKETS: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+SINK_LAG_EDGES_MS: tuple[int, ...] = (5, 10, 20, 50, 100, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 10_000,
+                                      30_000, 60_000, 300_000)
+"""Upper edges (ms) of the feature job's Redis sink lag buckets (``RedisFeatureSink.java``); the last bucket is open."""
 WINDOW = 10_000  # recent lags kept for exact percentiles: a few minutes of traffic at typical rates
 
 
@@ -110,3 +114,52 @@ def read_status(path: Path) -> FreshnessSummary | None:
         return FreshnessSummary(**json.loads(path.read_text()))
     except FileNotFoundError:
         return None
+
+
+def sink_status_key(project: str) -> str:
+    """The hash where each subtask of the feature job's Redis sink publishes its totals (ends with the project)."""
+    return f"pricestream:freshness:{project}"
+
+
+def bucket_quantile(counts: list[int], q: float) -> float | None:
+    """The upper edge (s) of the sink lag bucket holding quantile ``q`` of ``counts``; inf past the last edge.
+
+    Example:
+        >>> bucket_quantile([0, 0, 5, 5] + [0] * 15, 0.5)
+        0.02
+    """
+    total = sum(counts)
+    if total == 0:
+        return None
+    seen = 0
+    for i, c in enumerate(counts):
+        seen += c
+        if seen >= q * total:
+            return SINK_LAG_EDGES_MS[i] / 1000 if i < len(SINK_LAG_EDGES_MS) else math.inf
+    return math.inf
+
+
+def read_sink_status(fields: dict[bytes, bytes]) -> FreshnessSummary | None:
+    """The feature job's Redis sink totals (its subtasks' fields of :func:`sink_status_key`) as one summary.
+
+    The percentiles are bucket upper edges over every row since the job started (not a recent window).
+
+    Example:
+        >>> s = read_sink_status({b"subtask-0": b"10,2,1700000000000;" + b",".join([b"0", b"10"] + [b"0"] * 17)})
+        >>> (s.written, s.skipped_stale, s.p99_s)
+        (10, 2, 0.01)
+    """
+    if not fields:
+        return None
+    written = stale = 0
+    updated = 0.0
+    counts = [0] * (len(SINK_LAG_EDGES_MS) + 1)
+    for raw in fields.values():
+        totals, _, buckets = raw.decode().partition(";")
+        w, st, at = (int(x) for x in totals.split(","))
+        written, stale, updated = written + w, stale + st, max(updated, at / 1000)
+        for i, c in enumerate(int(x) for x in buckets.split(",")):
+            counts[i] += c
+    return FreshnessSummary(count=sum(counts), p50_s=bucket_quantile(counts, 0.5),
+                            p99_s=bucket_quantile(counts, 0.99), max_s=None, written=written,
+                            skipped_stale=stale, updated_at=updated)

@@ -326,6 +326,7 @@ def redis_sink_spec(config: FeatureJobConfig) -> str:
     feature, the ``_ts``/``_v`` fields; the Java side only concatenates them with the key values and
     the project, so one implementation of the layout exists.
     """
+    from features.freshness import SINK_LAG_EDGES_MS
     from features.layout import entity_key_prefix, feature_field, string_tag, ts_field, version_field
     from features.online_writer import CAS_SCRIPT
 
@@ -346,6 +347,7 @@ def redis_sink_spec(config: FeatureJobConfig) -> str:
         "user": online.username, "password": online.password, "timeout_ms": online.timeout_ms,
         "retry_ms": online.retry_ms, "project": online.project, "script": CAS_SCRIPT,
         "batch_rows": online.batch_rows, "rows_per_call": online.rows_per_call, "flush_ms": online.flush_ms,
+        "lag_edges_ms": list(SINK_LAG_EDGES_MS),
         "views": {name: {
             "prefix": b64(entity_key_prefix(keys)), "key_count": len(keys), "string_tag": b64(string_tag()),
             "version_field": b64(version_field(name)), "ts_field": b64(ts_field(name)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import redis
 import typer
 
 from pricestream.commands.common import err, iso, kv_table, new_app, out, settings, stoppable
@@ -18,26 +19,42 @@ _MaxIdle = Annotated[
 
 @app.command("status")
 def features_status() -> None:
-    """Online freshness (Kafka append to Redis, p50/p99) and the online writer's row counts."""
-    from features.freshness import read_status
+    """Online freshness (Kafka append to Redis, p50/p99) and row counts: of the feature job's own Redis sink
+    (where it writes Redis) and of the Python online writer (where it ran)."""
+    from features.freshness import FreshnessSummary, read_sink_status, read_status, sink_status_key
+    from features.online_writer import redis_client
 
     config = settings().features()
-    summary = read_status(config.status_file)
-    if summary is None:
-        out.print(f"the online writer has not run for project {config.project!r} (no {config.status_file})")
-        out.print("start it with: pricestream features write-online")
+    sources: list[tuple[str, FreshnessSummary]] = []
+    try:
+        client = redis_client(config)
+        sink = read_sink_status(client.hgetall(sink_status_key(config.project)))
+        client.close()
+    except redis.RedisError as exc:
+        out.print(f"redis at {config.redis_url}: {exc} (the job's sink status is kept there)")
+        sink = None
+    if sink is not None:
+        sources.append(("feature job's Redis sink (bucket upper edges, since the job started)", sink))
+    writer = read_status(config.status_file)
+    if writer is not None:
+        sources.append(("online writer (recent window)", writer))
+    if not sources:
+        out.print(f"nothing has written the online store of project {config.project!r} yet: no status from the "
+                  f"feature job's sink in Redis and no {config.status_file}")
+        out.print("start the pipeline with: pricestream run (or pricestream jobs run features)")
         return
-    rows = [
-        ("project", config.project),
-        ("freshness p50 (s)", summary.p50_s),
-        ("freshness p99 (s)", summary.p99_s),
-        ("freshness max (s)", summary.max_s),
-        ("rows in window", summary.count),
-        ("rows written", summary.written),
-        ("rows skipped (stale or superseded in batch)", summary.skipped_stale),
-        ("updated at", iso(summary.updated_at)),
-    ]
-    out.print(kv_table(rows, title="online feature store"))
+    for title, summary in sources:
+        rows = [
+            ("project", config.project),
+            ("freshness p50 (s)", summary.p50_s),
+            ("freshness p99 (s)", summary.p99_s),
+            ("freshness max (s)", summary.max_s),
+            ("rows in window", summary.count),
+            ("rows written", summary.written),
+            ("rows skipped (stale or superseded in batch)", summary.skipped_stale),
+            ("updated at", iso(summary.updated_at)),
+        ]
+        out.print(kv_table(rows, title=f"online feature store: {title}"))
 
 
 @app.command("apply")

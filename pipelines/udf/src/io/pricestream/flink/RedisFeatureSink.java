@@ -61,9 +61,8 @@ public final class RedisFeatureSink implements Sink<RowData> {
         return new Writer(Spec.parse(specJson), context);
     }
 
-    /** Lag buckets (ms) of the freshness gauge: Redis write time minus the Kafka append time of the row's newest event. */
-    static final long[] LAG_EDGES_MS = {
-        5, 10, 20, 50, 100, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 10000, 30000, 60000, 300000};
+    /** How often a subtask publishes its totals for {@code pricestream features status}. */
+    static final long STATUS_EVERY_MS = 1000L;
 
     /** The sink's settings and the byte layout of each view. */
     static final class Spec implements Serializable {
@@ -80,6 +79,7 @@ public final class RedisFeatureSink implements Sink<RowData> {
         int batchRows;
         int rowsPerCall;
         long flushMs;
+        long[] lagEdgesMs;
         final Map<String, ViewLayout> views = new HashMap<>();
 
         static Spec parse(String json) throws IOException {
@@ -97,6 +97,11 @@ public final class RedisFeatureSink implements Sink<RowData> {
             s.batchRows = root.get("batch_rows").asInt();
             s.rowsPerCall = root.get("rows_per_call").asInt();
             s.flushMs = root.get("flush_ms").asLong();
+            JsonNode edges = root.get("lag_edges_ms");
+            s.lagEdgesMs = new long[edges.size()];
+            for (int i = 0; i < s.lagEdgesMs.length; i++) {
+                s.lagEdgesMs[i] = edges.get(i).asLong();
+            }
             Base64.Decoder b64 = Base64.getDecoder();
             Iterator<Map.Entry<String, JsonNode>> it = root.get("views").fields();
             while (it.hasNext()) {
@@ -159,15 +164,26 @@ public final class RedisFeatureSink implements Sink<RowData> {
         private final Spec spec;
         private final ProcessingTimeService time;
         private final LinkedHashMap<String, Pending> pending = new LinkedHashMap<>();
-        private final long[] lagCounts = new long[LAG_EDGES_MS.length + 1];
+        private final long[] lagCounts;
         private final Counter written;
         private final Counter stale;
+        private final byte[] statusKey;
+        private final byte[] statusField;
+        private long writtenRows;
+        private long staleRows;
+        private long publishedAt;
         private Jedis jedis;
         private String sha;
 
         Writer(Spec spec, WriterInitContext context) {
             this.spec = spec;
+            this.lagCounts = new long[spec.lagEdgesMs.length + 1];
             this.time = context.getProcessingTimeService();
+            // ends with the project, as the writer's ACL key pattern asks (infra/redis_server.py)
+            this.statusKey = ("pricestream:freshness:" + new String(spec.project, StandardCharsets.UTF_8))
+                .getBytes(StandardCharsets.UTF_8);
+            this.statusField = ("subtask-" + context.getTaskInfo().getIndexOfThisSubtask())
+                .getBytes(StandardCharsets.UTF_8);
             this.written = context.metricGroup().counter("redisRowsWritten");
             this.stale = context.metricGroup().counter("redisRowsStale");
             context.metricGroup().gauge("freshnessLagBuckets", this::lagBuckets);
@@ -178,8 +194,28 @@ public final class RedisFeatureSink implements Sink<RowData> {
             long now = time.getCurrentProcessingTime();
             time.registerTimer(now + spec.flushMs, ts -> {
                 send();
+                if (ts - publishedAt >= STATUS_EVERY_MS) {
+                    publishStatus(ts);
+                }
                 scheduleFlush();
             });
+        }
+
+        /**
+         * This subtask's totals for {@code pricestream features status}: one field of the project's
+         * status hash, {@code written,stale,updated_ms;bucket counts}. Best effort: a Redis outage
+         * shows as an old {@code updated_ms}, never as a failed job.
+         */
+        private void publishStatus(long now) {
+            publishedAt = now;
+            String value = writtenRows + "," + staleRows + "," + System.currentTimeMillis() + ";" + lagBuckets();
+            try {
+                connect();
+                jedis.hset(statusKey, statusField, value.getBytes(StandardCharsets.US_ASCII));
+            } catch (JedisException e) {
+                closeQuietly();
+                LOG.debug("redis sink: status not published", e);
+            }
         }
 
         /** Cumulative counts per lag bucket, comma separated (the bench takes percentiles from two readings). */
@@ -379,11 +415,13 @@ public final class RedisFeatureSink implements Sink<RowData> {
                     Pending p = rows.get(r++);
                     if (((Number) ok).longValue() == 1L) {
                         written.inc();
+                        writtenRows++;
                         if (p.publish >= 0) {
                             observe(now - p.publish);
                         }
                     } else {
                         stale.inc();
+                        staleRows++;
                     }
                 }
             }
@@ -391,7 +429,7 @@ public final class RedisFeatureSink implements Sink<RowData> {
 
         private void observe(long lagMs) {
             int i = 0;
-            while (i < LAG_EDGES_MS.length && lagMs > LAG_EDGES_MS[i]) {
+            while (i < spec.lagEdgesMs.length && lagMs > spec.lagEdgesMs[i]) {
                 i++;
             }
             lagCounts[i]++;
@@ -412,6 +450,7 @@ public final class RedisFeatureSink implements Sink<RowData> {
         public void close() throws IOException {
             try {
                 send();
+                publishStatus(time.getCurrentProcessingTime());
             } finally {
                 closeQuietly();
             }
