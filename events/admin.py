@@ -21,12 +21,17 @@ def create_topics(
 ) -> dict[str, str]:
     """Create every topic that does not exist yet; returns name -> "created" | "exists".
 
+    On a cluster of three brokers or more, topics get replication factor 3 and ``min.insync.replicas`` 2.
+
     Raises:
         TopicError: a topic could not be created for another reason than existing.
     """
     admin = admin_client(config)
     wanted = list(TOPICS.values() if specs is None else specs)
-    existing = set(admin.list_topics(timeout=timeout_s).topics)
+    meta = admin.list_topics(timeout=timeout_s)
+    existing = set(meta.topics)
+    # three brokers or more: every topic on three of them, and an acks=all write on two before it is acknowledged
+    replication, insync = (3, {"min.insync.replicas": "2"}) if len(meta.brokers) >= 3 else (1, {})
     result: dict[str, str] = {}
     new = []
     for spec in wanted:
@@ -35,8 +40,8 @@ def create_topics(
             result[name] = "exists"
             continue
         new.append(
-            NewTopic(name, num_partitions=spec.partitions, replication_factor=1,
-                     config={"retention.ms": str(spec.retention_ms), "cleanup.policy": spec.cleanup_policy})
+            NewTopic(name, num_partitions=spec.partitions, replication_factor=replication,
+                     config={"retention.ms": str(spec.retention_ms), "cleanup.policy": spec.cleanup_policy, **insync})
         )
     if not new:
         return result

@@ -43,6 +43,7 @@ from pricestream.progress import progress_bar
 
 if TYPE_CHECKING:
     from events.config import KafkaConfig
+    from infra.config import StackConfig
 
 app = typer.Typer(
     help="Real-time hotel pricing on a streaming feature platform.",
@@ -80,11 +81,17 @@ def up(
     ] = None,
     secure: Annotated[bool, typer.Option("--secure", envvar="PRICESTREAM_SECURE",
                                          help="Kafka SASL/SCRAM + ACLs per service, Redis ACL users per role")] = False,
+    kafka_brokers: Annotated[int, typer.Option(
+        "--kafka-brokers", envvar="PRICESTREAM_KAFKA_BROKERS", min=1,
+        help="3: a local KRaft cluster (RF 3, min.insync 2) instead of one node")] = 1,
 ) -> None:
     """Start the local stack (Kafka, Redis; optionally Druid, Flink). Idempotent."""
     from infra import stack
 
     config = settings().stack()
+    if kafka_brokers > 1:
+        _up_kafka_cluster(config, kafka_brokers)
+        return
     if secure:
         config = config.model_copy(update={"secure": True})
     extras = set(with_ or [])
@@ -107,6 +114,22 @@ def up(
     _print_status(statuses)
 
 
+def _up_kafka_cluster(config: StackConfig, brokers: int) -> None:
+    """``up --kafka-brokers N``: Redis and an N-node Kafka cluster (``infra.kafka_cluster``)."""
+    from infra import kafka_cluster, redis_server
+    from infra.errors import StartError
+    from infra.jars import resolve_all
+
+    with err.status(f"resolving jars, starting Redis and a {brokers}-node Kafka cluster"):
+        resolve_all(config)
+        redis_server.start(config)
+        try:
+            kafka_cluster.start(config, brokers)
+        except StartError as exc:
+            fail(str(exc))
+    out.print(f"kafka cluster of {brokers}: PRICESTREAM_KAFKA_BOOTSTRAP={kafka_cluster.bootstrap(config, brokers)}")
+
+
 @app.command()
 def down() -> None:
     """Stop what ``up`` started (pid files only)."""
@@ -117,6 +140,10 @@ def down() -> None:
     if flink_cluster.stop(config):
         stopped.append("flink")
     stopped += stack.down(config)
+    from infra import kafka_cluster
+
+    if kafka_cluster.stop(config):
+        stopped.append("kafka-cluster")
     out.print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
 
 
