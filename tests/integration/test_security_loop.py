@@ -1,7 +1,9 @@
 """The pipeline on a secure stack, one principal per process (``secure_stack``: SASL/SCRAM + ACLs, Redis users).
 
-The feature job (principal ``features``; it writes Redis itself as the ``writer`` user) and ``serve``
-(``scorer``, Redis user ``scorer``) run as :class:`~pricestream.deployment.Deployment` processes; an
+Every process of ``pricestream run`` runs as a :class:`~pricestream.deployment.Deployment` process
+under its own principal: the feature job (``features``; it writes Redis itself as the ``writer``
+user), ``serve`` (``scorer``, Redis user ``scorer``), the offline writer, labels, sampler, trainer and
+monitor (each checks its access with the broker at start and must report ``/healthz`` ok). An
 inventory event sent by the SDK as ``producer`` must come back as the ``rooms_left`` feature of a
 served decision. A service started with another principal is refused, naming it.
 """
@@ -29,7 +31,7 @@ from tests.integration._http_serve import free_port
 
 pytestmark = pytest.mark.integration
 
-SKIP = frozenset({"offline-writer", "labels", "sampler", "trainer", "monitor"})
+SKIP: frozenset[str] = frozenset()
 READY_S = 240.0
 FEATURE_WAIT_S = 120.0
 """Bounds on waiting (JVM start on a loaded 2-core host), not performance figures."""
