@@ -353,12 +353,11 @@ def dp_bid_price(
     costs = np.linspace(0.0, float(p[-1]), _ENVELOPE_POINTS)
     envelope = np.maximum((book[:, None] * (p[:, None] - costs[None, :])).max(axis=0), 0.0)
     value = np.zeros(x + 1)  # V(0..x) with no shopper left
+    weight = (shares * stays)[:, None]
     for _ in range(steps - 1):
         marginal = np.diff(value)  # V(k) - V(k - 1), k = 1..x
-        gain = np.zeros(x)
-        for n, w in zip(stays, shares, strict=True):
-            gain += w * n * np.interp(marginal / n, costs, envelope, right=0.0)
-        value[1:] += gain
+        per_night = marginal[None, :] / stays[:, None]  # the cost per night each stay class faces
+        value[1:] += (weight * np.interp(per_night.ravel(), costs, envelope, right=0.0).reshape(per_night.shape)).sum(0)
     return float(value[x] - value[x - 1]) / float(stays @ shares)
 
 
