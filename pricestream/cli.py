@@ -205,7 +205,7 @@ def _wait_for_leaders(config: KafkaConfig, topics: tuple[str, ...]) -> None:
     """Block until every partition of ``topics`` answers a watermark query (a just-created topic may not yet)."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": config.bootstrap_servers, "group.id": "pricestream-leader-wait"})
+    consumer = Consumer({**config.client_conf(), "group.id": "pricestream-leader-wait"})
     deadline = time.monotonic() + LEADER_WAIT_S
     try:
         for topic in (config.topic(t) for t in topics):

@@ -181,7 +181,7 @@ def read_records(config: KafkaConfig, topic: str, *, timeout_s: float = 10.0) ->
     from confluent_kafka import Consumer, TopicPartition
 
     name = config.topic(topic)
-    consumer = Consumer({"bootstrap.servers": config.bootstrap_servers, "group.id": f"pricestream-read-{uuid.uuid4()}",
+    consumer = Consumer({**config.client_conf(), "group.id": f"pricestream-read-{uuid.uuid4()}",  # SASL when secure
                          "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     records: list[dict] = []
     try:
