@@ -32,6 +32,8 @@ class StackConfig(BaseModel):
     redis_port: int = Field(default=6379, gt=0, lt=65536)
     flink_rest_port: int = Field(default=8081, gt=0, lt=65536)
     flink_taskmanager_slots: int = Field(default=2, ge=1)
+    flink_taskmanagers: int = Field(default=1, ge=1)
+    """TaskManager processes of the standalone cluster (``pricestream flink up --taskmanagers N``)."""
     flink_process_memory: str = "1600m"
     java_home: Path | None = None
     mvn: str = "mvn"

@@ -118,7 +118,7 @@ def write_conf(config: StackConfig) -> Path:
     }
     (conf / "config.yaml").write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in lines.items()))
     (conf / "masters").write_text(f"localhost:{config.flink_rest_port}\n")
-    (conf / "workers").write_text("localhost\n")
+    (conf / "workers").write_text("localhost\n" * config.flink_taskmanagers)  # one TaskManager per line
     for sub in ("tmp", "upload", "log", "pids"):
         # flink-daemon.sh redirects the JVM's stdout into the log dir: a missing dir kills the JVM at once
         (state / sub).mkdir(parents=True, exist_ok=True)
@@ -178,6 +178,7 @@ def start(config: StackConfig) -> dict:
     if current is not None and current.get("slots-total", 0) > 0:
         return current
     write_conf(config)
+    wanted = config.flink_taskmanagers
     for pid_file in (_state(config) / "pids").glob("*.pid"):
         # a crashed earlier run left pids behind; flink-daemon.sh would append to them
         if not any(_ours(config, int(tok)) for tok in pid_file.read_text().split() if tok.isdigit()):
@@ -190,7 +191,7 @@ def start(config: StackConfig) -> dict:
     deadline = time.monotonic() + config.ready_timeout_s
     while time.monotonic() < deadline:
         current = overview(config)
-        if current is not None and current.get("slots-total", 0) > 0:
+        if current is not None and current.get("taskmanagers", 0) >= wanted and current.get("slots-total", 0) > 0:
             return current
         if not any(_alive(pid) for pid in pids(config)):
             break  # both JVMs died: waiting longer cannot help

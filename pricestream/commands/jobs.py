@@ -158,11 +158,14 @@ def jobs_submit(
 
 
 @flink_app.command("up")
-def flink_up() -> None:
-    """Start the standalone JobManager and TaskManager (idempotent)."""
+def flink_up(
+    taskmanagers: Annotated[int, typer.Option("--taskmanagers", min=1, envvar="PRICESTREAM_FLINK_TASKMANAGERS",
+                                              help="TaskManager processes (slots: flink_taskmanager_slots each)")] = 1,
+) -> None:
+    """Start the standalone JobManager and TaskManagers (idempotent); run jobs above parallelism 1 on them."""
     from infra import flink_cluster
 
-    stack = settings().stack()
+    stack = settings().stack().model_copy(update={"flink_taskmanagers": taskmanagers})
     with err.status("starting the Flink cluster"):
         overview = flink_cluster.start(stack)
     out.print(f"flink up at {flink_cluster.rest_url(stack)}: {overview.get('taskmanagers')} taskmanager(s), "

@@ -1,9 +1,10 @@
-"""The feature job on the standalone cluster that the PyFlink wheel ships.
+"""The feature job on the standalone cluster that the PyFlink wheel ships, at parallelism 2.
 
-A private cluster (temp state dir, free REST and RPC ports, small memory) runs the
-same scripted sequence as the MiniCluster test in ``test_feature_job.py``; the
-output must be the same: the same window values of every view, the same versions, the
-same DLQ. Then the cluster stops and its JVMs must be gone.
+A private cluster (temp state dir, free REST and RPC ports, small memory, two TaskManagers of
+one slot) runs the same scripted sequence as the MiniCluster test in ``test_feature_job.py`` with
+every operator at parallelism 2, so the keyed tile state is split across two processes; the output
+must be the same: the same window values of every view, the same versions, the same DLQ. Then
+the cluster stops and its JVMs must be gone.
 """
 
 from __future__ import annotations
@@ -34,17 +35,19 @@ class ClusterRun:
     dlq: list
     cluster_pids: list[int]
     was_running: bool
+    parallelism: dict[str, int]
 
 
 @pytest.fixture(scope="module")
 def cluster_run(stack: StackConfig, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterRun]:
     cluster = StackConfig(
         state_dir=tmp_path_factory.mktemp("flink-cluster"), cache_dir=stack.cache_dir,
-        flink_rest_port=flink_cluster.free_port(), flink_taskmanager_slots=1, flink_process_memory="1024m",
-        ready_timeout_s=180.0,
+        flink_rest_port=flink_cluster.free_port(), flink_taskmanager_slots=1, flink_taskmanagers=2,
+        flink_process_memory="1024m", ready_timeout_s=180.0,
     )
     kafka, job = publish_scripted(stack, "fc", group_id=f"fc-{uuid.uuid4().hex[:8]}",
                                   transactional_id_prefix=f"fc-{uuid.uuid4().hex[:8]}")
+    job = job.model_copy(update={"parallelism": 2})
     try:
         flink_cluster.start(cluster)
         job_id = flink_cluster.submit_python_job(
@@ -52,11 +55,14 @@ def cluster_run(stack: StackConfig, tmp_path_factory: pytest.TempPathFactory) ->
         )
         state = flink_cluster.wait_for_job(cluster, job_id, timeout_s=300.0)
         jobs = flink_cluster.list_jobs(cluster)
+        detail = flink_cluster._get(cluster, f"/jobs/{job_id}") or {}
+        parallelism = {v["name"]: int(v["parallelism"]) for v in detail.get("vertices", [])}
     finally:
         pids = flink_cluster.pids(cluster)
         was_running = flink_cluster.stop(cluster)
     rows = [json.loads(m.value()) for m in read_all(kafka, "features.v1")]
-    yield ClusterRun(job_id, state, jobs, rows, read_all(kafka, "behaviour.events.dlq"), pids, was_running)
+    yield ClusterRun(job_id, state, jobs, rows, read_all(kafka, "behaviour.events.dlq"), pids, was_running,
+                     parallelism)
 
 
 def test_bounded_job_finishes_on_the_cluster(cluster_run: ClusterRun) -> None:
@@ -64,6 +70,8 @@ def test_bounded_job_finishes_on_the_cluster(cluster_run: ClusterRun) -> None:
     listed = {j["jid"]: j for j in cluster_run.jobs}
     assert listed[cluster_run.job_id]["name"] == "pricestream-features"
     assert listed[cluster_run.job_id]["state"] == "FINISHED"
+    tiles = [name for name in cluster_run.parallelism if name.startswith("tiles: ")]
+    assert tiles and all(cluster_run.parallelism[name] == 2 for name in tiles), cluster_run.parallelism
 
 
 def test_the_same_values_as_in_the_minicluster(cluster_run: ClusterRun) -> None:
@@ -86,5 +94,5 @@ def test_rejected_events_reach_the_dlq(cluster_run: ClusterRun) -> None:
 
 def test_stop_ends_both_jvms(cluster_run: ClusterRun) -> None:
     assert cluster_run.was_running
-    assert len(cluster_run.cluster_pids) == 2  # one JobManager, one TaskManager
+    assert len(cluster_run.cluster_pids) == 3  # one JobManager, two TaskManagers
     assert not any(Path(f"/proc/{pid}").exists() for pid in cluster_run.cluster_pids)
