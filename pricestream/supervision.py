@@ -1,8 +1,9 @@
 """The whole pipeline as local OS processes under ``supervisord`` (the ``supervisor`` package).
 
 :func:`programs` lists the processes of a local deployment, each started by its own command:
-the Flink feature job (``jobs run features``), the online and offline writers, ``serve``, and the
-label, sampler, trainer and monitor services (``services run NAME``). :func:`write_config` turns
+the Flink feature job (``jobs run features``, which writes Redis itself), the offline writer (and
+the online writer when ``job_writes_online`` is off), ``serve``, and the label, sampler, trainer
+and monitor services (``services run NAME``). :func:`write_config` turns
 them into a ``supervisord.conf`` under ``<state>/run``: per-program logs, ``stopsignal=TERM`` with
 ``stopwaitsecs`` past the services' grace period, restart on an unexpected exit, and priorities
 so that a shutdown stops the consumers of a topic before its producers. :class:`Supervisor` starts
@@ -14,9 +15,9 @@ Example:
     >>> from pricestream.settings import Settings
     >>> progs = programs(Settings(state_dir=Path("/tmp/x")), exe="pricestream")
     >>> [p.name for p in progs][:3], progs[1].command
-    (['features', 'online-writer', 'offline-writer'], 'pricestream services run online-writer')
+    (['features', 'offline-writer', 'serve'], 'pricestream services run offline-writer')
     >>> progs[1].ops_url
-    'http://127.0.0.1:9460/healthz'
+    'http://127.0.0.1:9461/healthz'
 """
 
 from __future__ import annotations

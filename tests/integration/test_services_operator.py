@@ -345,8 +345,9 @@ def test_pricestream_run_starts_every_service_restarts_a_crashed_one_and_stops_a
 
     _, env, _ = run_env
     base, http = _free_block(6), _free_port()
+    # the job is left out, so the Python online writer runs (it is not started when the job writes Redis)
     env = {**env, "PRICESTREAM_OPS_BASE_PORT": str(base), "PRICESTREAM_HTTP_PORT": str(http),
-           "PRICESTREAM_BOOTSTRAP_ROWS": "200", "PRICESTREAM_GRACE_S": "15"}
+           "PRICESTREAM_BOOTSTRAP_ROWS": "200", "PRICESTREAM_GRACE_S": "15", "PRICESTREAM_JOB_WRITES_ONLINE": "false"}
     proc = subprocess.Popen([EXE, "run", "--without", "features", "--refresh", "1"], env=env,
                             stdout=subprocess.PIPE, stderr=(tmp_path / "run.err").open("wb"))
     _LAUNCHED.append(proc)  # a killed 'run' leaves supervisord behind: it is in its own session
