@@ -78,6 +78,18 @@ CREATE TEMPORARY TABLE src (
 )"""
 
 
+_VALUE_ROW_COLUMNS = """  hotel_id STRING,
+  room_type STRING,
+  stay_date STRING,
+  `view` STRING,
+  feature_time BIGINT,
+  version BIGINT,
+  publish_time BIGINT,
+  features MAP<STRING, DOUBLE>
+"""
+"""A value row's columns (``TileJob.OUTPUT_NAMES``): both sinks of the rows take them."""
+
+
 def features_sink_ddl(config: FeatureJobConfig) -> str:
     """Every view's value rows, keyed by (entity, view): a replayed row carries the same version and changes nothing.
 
@@ -104,15 +116,7 @@ def features_sink_ddl(config: FeatureJobConfig) -> str:
     }
     return f"""
 CREATE TEMPORARY TABLE features_sink (
-  hotel_id STRING,
-  room_type STRING,
-  stay_date STRING,
-  `view` STRING,
-  feature_time BIGINT,
-  version BIGINT,
-  publish_time BIGINT,
-  features MAP<STRING, DOUBLE>
-) WITH (
+{_VALUE_ROW_COLUMNS}) WITH (
   {_kafka_with(config, config.sink_topic, **extra)}
 )"""
 
@@ -306,15 +310,7 @@ def online_sink_ddl(config: FeatureJobConfig) -> str:
     """The job's own online-store sink (``RedisFeatureSinkFactory.java``): the value rows into Redis, no hop."""
     return f"""
 CREATE TEMPORARY TABLE online_sink (
-  hotel_id STRING,
-  room_type STRING,
-  stay_date STRING,
-  `view` STRING,
-  feature_time BIGINT,
-  version BIGINT,
-  publish_time BIGINT,
-  features MAP<STRING, DOUBLE>
-) WITH (
+{_VALUE_ROW_COLUMNS}) WITH (
   'connector' = 'pricestream-redis',
   'spec' = '{_quoted(redis_sink_spec(config))}'
 )"""
