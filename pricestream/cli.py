@@ -84,11 +84,16 @@ def up(
     kafka_brokers: Annotated[int, typer.Option(
         "--kafka-brokers", envvar="PRICESTREAM_KAFKA_BROKERS", min=1,
         help="3: a local KRaft cluster (RF 3, min.insync 2) instead of one node")] = 1,
+    redis_cluster: Annotated[int, typer.Option(
+        "--redis-cluster", envvar="PRICESTREAM_REDIS_CLUSTER", min=0,
+        help="3: also a local Redis Cluster of 3 masters + 3 replicas (prints its PRICESTREAM_REDIS_URL)")] = 0,
 ) -> None:
     """Start the local stack (Kafka, Redis; optionally Druid, Flink). Idempotent."""
     from infra import stack
 
     config = settings().stack()
+    if redis_cluster:
+        _up_redis_cluster(config, redis_cluster)
     if kafka_brokers > 1:
         _up_kafka_cluster(config, kafka_brokers)
         return
@@ -130,6 +135,19 @@ def _up_kafka_cluster(config: StackConfig, brokers: int) -> None:
     out.print(f"kafka cluster of {brokers}: PRICESTREAM_KAFKA_BOOTSTRAP={kafka_cluster.bootstrap(config, brokers)}")
 
 
+def _up_redis_cluster(config: StackConfig, masters: int) -> None:
+    """``up --redis-cluster N``: N masters and a replica each (``infra.redis_cluster``), beside the single Redis."""
+    from infra import redis_cluster
+    from infra.errors import StartError
+
+    with err.status(f"starting a Redis Cluster of {masters} masters and {masters} replicas"):
+        try:
+            url = redis_cluster.start(config, masters)
+        except StartError as exc:
+            fail(str(exc))
+    out.print(f"redis cluster of {masters} masters: PRICESTREAM_REDIS_URL={url}")
+
+
 @app.command()
 def down() -> None:
     """Stop what ``up`` started (pid files only)."""
@@ -144,6 +162,10 @@ def down() -> None:
 
     if kafka_cluster.stop(config):
         stopped.append("kafka-cluster")
+    from infra import redis_cluster
+
+    if redis_cluster.stop(config):
+        stopped.append("redis-cluster")
     out.print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
 
 
@@ -334,7 +356,7 @@ def audit_verify(
     """Walk the MAC chain, head and anchors of the audit log; exit 1 naming the first broken line."""
     from pricing.audit import verify
 
-    s = settings()
+    s = settings().acting_as("auditor")  # a secure stack's auditor principal reads audit.heads, nothing else
     target = path or s.audit()
     remote = None
     if s.audit_topic_anchors():  # the anchors on the audit.heads topic too (they survive deleted files)
