@@ -112,7 +112,8 @@ def history(
     return BidPriceConfig(curve=curve.cumulative, horizon_days=horizon, rooms_per_booking=per_booking,
                           cancel_share=min(cancel_share, 0.9), method=method,
                           beyond_trained=beyond, nights_per_booking=max(float(np.mean(nights)) if nights else 1.0, 1.0),
-                          nights_mix=nights_mix(nights) if nights else None)
+                          nights_mix=nights_mix(nights) if nights else None,
+                          stays_hold_nights=market.config.stays_hold_nights)
 
 
 def scorer(market: Market, *, source: AtRequestTime, bundles: tuple[Path, Path] | None,

@@ -97,6 +97,11 @@ class BidPriceConfig(BaseModel):
         nights_mix: ``(nights, share)`` of bookings (e.g. from history: :func:`nights_mix`), for the
             ``dp`` method: a long stay pays more for the same room, so the value of the last rooms is
             that of the long stays still to come. ``None``: every stay at ``nights_per_booking``.
+        stays_hold_nights: a booking holds a room on every night of its stay (a real hotel; the
+            ``resort`` and ``city`` markets): the shoppers still to come for a night are its own check-ins'
+            x ``nights_per_booking`` (the stays that will cover it), the bid is the value of one room of the
+            night (no division by the stay), and a stay's cost per night is the mean of its nights' bids
+            (:func:`cost_per_night`). ``False``: a booking takes a room of its check-in night only.
         extrapolate: search the rules' whole band, with the demand past the model's trained price range
             continued as a logit in log price from the range's edge, its slope the model's own over the
             upper half of the range (clipped to ``slope_range``): monotone in price, and
@@ -116,6 +121,7 @@ class BidPriceConfig(BaseModel):
     beyond_trained: bool = False
     nights_per_booking: float = Field(default=1.0, ge=1.0, le=60.0, allow_inf_nan=False)
     nights_mix: NightsMix | None = None
+    stays_hold_nights: bool = False
     extrapolate: bool = True
     slope_range: tuple[float, float] = (1.5, 8.0)
 
@@ -246,6 +252,8 @@ def forecast(
     cancel = config.cancel_share
     if bookings is not None and cancels is not None and bookings >= _MIN_BOOKINGS_FOR_CANCEL:
         cancel = min(max(cancels / bookings, 0.0), 0.9)
+    if config.stays_hold_nights:  # the stays checking in earlier and later that will cover this night too
+        views *= config.nights_per_booking
     return DemandForecast(views, left, config.rooms_per_booking * (1.0 - cancel), lead)
 
 
@@ -260,6 +268,7 @@ def bid_price(
     *,
     method: str = "fluid",
     nights: NightsMix | None = None,
+    holds: bool = False,
 ) -> float:
     """The fluid bid price: the smallest ``bid >= 0`` whose best price sells at most the rooms left.
 
@@ -269,7 +278,7 @@ def bid_price(
     if method == "stochastic":
         return stochastic_bid_price(prices, probs, fc)
     if method == "dp":
-        return dp_bid_price(prices, probs, fc, nights=nights)
+        return dp_bid_price(prices, probs, fc, nights=nights, holds=holds)
     p = np.asarray(prices, dtype=float)
     q = np.minimum.accumulate(np.clip(np.asarray(probs, dtype=float), 0.0, 1.0))
     demand = fc.views * fc.rooms_kept * q  # rooms the remaining shoppers would keep at each price
@@ -315,7 +324,12 @@ def stochastic_bid_price(prices: npt.ArrayLike, probs: npt.ArrayLike, fc: Demand
 
 
 def dp_bid_price(
-    prices: npt.ArrayLike, probs: npt.ArrayLike, fc: DemandForecast, *, nights: NightsMix | None = None
+    prices: npt.ArrayLike,
+    probs: npt.ArrayLike,
+    fc: DemandForecast,
+    *,
+    nights: NightsMix | None = None,
+    holds: bool = False,
 ) -> float:
     """The marginal value of a room in the dynamic programme over the forecast shoppers (Gallego & van Ryzin).
 
@@ -328,6 +342,11 @@ def dp_bid_price(
     ``stochastic`` bid the later shoppers are priced as the rooms go, and a long stay can take a room
     that a short one would not get. Returned per room-night at the mix's mean stay (as
     :func:`cost_per_night` expects).
+
+    ``holds`` (``BidPriceConfig.stays_hold_nights``): a stay holds a room on each of its nights, so
+    the programme is this night's share of a network one, decomposed by night: a shopper covering it
+    pays ``n p`` less her other nights' bid prices, taken equal to this night's, so she is quoted
+    ``argmax_p q(p) n (p - (V(x) - V(x - 1)))``; returned per room of the night.
 
     Example:
         >>> p = np.array([100.0, 150.0, 200.0]); q = np.array([0.5, 0.3, 0.1])
@@ -354,10 +373,13 @@ def dp_bid_price(
     envelope = np.maximum((book[:, None] * (p[:, None] - costs[None, :])).max(axis=0), 0.0)
     value = np.zeros(x + 1)  # V(0..x) with no shopper left
     weight = (shares * stays)[:, None]
+    divide = np.ones_like(stays) if holds else stays
     for _ in range(steps - 1):
         marginal = np.diff(value)  # V(k) - V(k - 1), k = 1..x
-        per_night = marginal[None, :] / stays[:, None]  # the cost per night each stay class faces
+        per_night = marginal[None, :] / divide[:, None]  # the cost per night each stay class faces
         value[1:] += (weight * np.interp(per_night.ravel(), costs, envelope, right=0.0).reshape(per_night.shape)).sum(0)
+    if holds:
+        return float(value[x] - value[x - 1])
     return float(value[x] - value[x - 1]) / float(stays @ shares)
 
 
@@ -377,13 +399,26 @@ def nights_mix(stays: Sequence[int], *, longest: int = 14) -> NightsMix:
     return tuple(out)
 
 
-def cost_per_night(bid: float, nights: int, config: BidPriceConfig) -> float:
+def cost_per_night(
+    bid: float, nights: int, config: BidPriceConfig, *, stay_bids: Sequence[float] | None = None
+) -> float:
     """The opportunity cost per night of a request for ``nights`` nights (see ``nights_per_booking``).
+
+    With ``config.stays_hold_nights`` a stay takes a room on each of its nights: the cost is the sum of
+    their bid prices spread over the nights, i.e. their mean; ``stay_bids`` are the bids of the nights
+    after check-in that are known (missing ones, e.g. nights with no features, are taken at ``bid``,
+    the check-in night's).
 
     Example:
         >>> cost_per_night(100.0, 4, BidPriceConfig(nights_per_booking=2.0))
         50.0
+        >>> cost_per_night(100.0, 4, BidPriceConfig(stays_hold_nights=True), stay_bids=[20.0, 0.0])
+        55.0
     """
+    if config.stays_hold_nights:
+        n = max(nights, 1)
+        known = list(stay_bids or [])[: n - 1]
+        return (bid + sum(known) + bid * (n - 1 - len(known))) / n
     return bid * config.nights_per_booking / max(nights, 1)
 
 

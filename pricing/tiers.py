@@ -396,7 +396,7 @@ class _BundlePricer:
         if not np.all(np.isfinite(probs)):
             return None
         cfg = self._capacity or DEFAULT_CAPACITY
-        return bid_price(grid, probs, fc, method=cfg.method, nights=cfg.nights_mix)
+        return bid_price(grid, probs, fc, method=cfg.method, nights=cfg.nights_mix, holds=cfg.stays_hold_nights)
 
 
 class LightPricer(_BundlePricer):

@@ -163,6 +163,9 @@ class MarketConfig(BaseModel):
         channel_offsets: logit offset per channel.
         check_in_hour: UTC hour on the stay date after which the night is no longer sold.
         segments: the guest segments.
+        stays_hold_nights: a booking of ``n`` nights holds a room on each of the ``n`` nights from its
+            check-in (and a cancellation frees them all), as in a real hotel. ``False`` (the ``flat``
+            market, kept for the existing tests): it holds a room of its check-in night only.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -198,6 +201,7 @@ class MarketConfig(BaseModel):
     )
     check_in_hour: int = Field(default=15, ge=0, le=23)
     segments: tuple[Segment, ...] = Field(default_factory=default_segments)
+    stays_hold_nights: bool = False
 
     @field_validator("start")
     @classmethod
@@ -240,6 +244,17 @@ class MarketConfig(BaseModel):
     def hotel_ids(self) -> tuple[str, ...]:
         """Hotel ids, ``h0000`` first."""
         return tuple(hotel_id(i) for i in range(self.hotels))
+
+    @property
+    def mean_nights(self) -> float:
+        """Mean stay of a shopper, segments weighted by their share.
+
+        Example:
+            >>> round(MarketConfig().mean_nights, 2)
+            1.99
+        """
+        total = sum(s.share for s in self.segments)
+        return sum(s.share * s.nights_mean for s in self.segments) / total
 
     @property
     def segment_names(self) -> tuple[str, ...]:

@@ -40,6 +40,7 @@ Example:
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -109,6 +110,7 @@ def step(
     lo: float = 0.0,
     hi: float = np.inf,
     consume: Array | None = None,
+    other: Array | None = None,
 ) -> Array:
     """One Bellman step: the values at the start of a period from those at its end.
 
@@ -117,10 +119,19 @@ def step(
     maximising (same formula, price given). ``consume`` (``(J,)``, default ``keep``) is the
     probability that a booking's rooms count as gone: ``keep`` when a cancellation frees them at
     once, 1 when they stay held (a cancelled booking's rooms come back too late to resell).
+
+    ``other`` (``(..., J, X + 1)``): a stay that holds every night it covers, decomposed by night
+    (Talluri & van Ryzin, section 3.4): the bid price per room of the stay's other nights, so that a
+    booking's value on this night is its displacement-adjusted revenue ``n p - (n - 1) other`` per
+    room, less the rooms it takes here; per room-night the cost is ``(c + (n - 1) other) / n`` with
+    ``c`` this night's. ``None``: a booking holds a room of this night only and pays ``n p``.
     """
     out = np.array(v_next, dtype=float, copy=True)
     for j in range(len(b)):
         weight, cost = _bid_prices(v_next, rooms_pmf[j], float(nights[j]))
+        if other is not None:
+            n = float(nights[j])
+            cost = cost + (n - 1.0) / n * np.maximum(other[..., j, :], 0.0)
         if consume is not None:
             cost = cost * (consume[j] / keep[j])
         aj = a[..., j, None]
@@ -148,12 +159,14 @@ def solve(
     lo: float = 0.0,
     hi: float = np.inf,
     consume: Array | None = None,
+    other: Callable[[int], Array] | None = None,
 ) -> Array:
     """Values ``V[..., t, x]`` for ``t = 0..T`` (``V[..., T, :] = 0``) and ``x = 0..capacity``.
 
     ``lam`` and ``a`` are ``(..., T, J)``; ``b``, ``intent``, ``nights``, ``keep``
     are ``(J,)``; ``rooms_pmf`` is ``(J, K)`` over ``k = 1..K`` rooms. With
-    ``prices`` ``(..., T, J)`` the fixed policy is evaluated instead.
+    ``prices`` ``(..., T, J)`` the fixed policy is evaluated instead. ``other(t)`` gives
+    :func:`step`'s ``other`` for period ``t`` (stays holding every night, decomposed by night).
 
     Raises:
         SimulatorError: on a negative capacity or mismatched shapes.
@@ -178,6 +191,7 @@ def solve(
             lo=lo,
             hi=hi,
             consume=consume,
+            other=None if other is None else other(t),
         )
     return values
 

@@ -8,9 +8,13 @@ night) from the market's arrival rates, and then plays out, in time order,
   left) a :class:`ViewEvent` at the price the policy quotes,
 * a :class:`BookingEvent` with the market's booking probability at that price,
   only if enough rooms are still left when the booking lands (inventory is
-  decremented, never below zero), followed by an :class:`InventoryEvent`,
+  decremented, never below zero), followed by an :class:`InventoryEvent`; with
+  ``MarketConfig.stays_hold_nights`` the booking takes its rooms on every night
+  of the stay (it needs them free on all of them, and an :class:`InventoryEvent`
+  follows for each night),
 * for some bookings (the segment's cancellation rate) a
-  :class:`CancellationEvent` before check-in, returning the rooms,
+  :class:`CancellationEvent` before check-in, returning the rooms (of every
+  night the booking held),
 * :class:`CompetitorRateEvent` s at random times and periodic
   :class:`InventoryEvent` snapshots per key.
 
@@ -107,6 +111,7 @@ class Simulation:
         self._seg_names = market.config.segment_names
         self._cancel = [s.cancel_rate for s in market.config.segments]
         self._dates: dict[int, date] = {}
+        self._hold = market.config.stays_hold_nights
 
     # ------------------------------------------------------------ state
     def rooms_left(self, hotel_id: str, room_type: str, stay_date: date) -> int:
@@ -271,22 +276,45 @@ class Simulation:
             self._push(ms + shopper.view_delay_ms, _VIEW, shopper)
         return [build(SearchEvent, values)]
 
+    def _held(self, key: Key, nights: int) -> list[Key]:
+        """The nights a booking of ``nights`` from ``key``'s night takes rooms on."""
+        if not self._hold or nights <= 1:
+            return [key]
+        h, r, o = key
+        return [(h, r, o + i) for i in range(nights)]
+
+    def _night_left(self, key: Key) -> int:
+        """Rooms left on a night; a night past the open window (a long stay reaching it) opens with every room."""
+        left = self._left.get(key)
+        if left is None:
+            left = self._left[key] = self.market.capacity_at(key[0], key[1])
+        return left
+
+    def _stay_left(self, key: Key, nights: int) -> tuple[int, ...]:
+        return tuple(self._night_left(k) for k in self._held(key, nights))
+
     def _on_view(self, ms: int, shopper: Shopper) -> list[Record]:
         m, key, s = self.market, shopper.key, shopper.s
         ts = ms / 1000.0
-        if ts >= m.checkin_ts(key[2]) or self._left[key] <= 0:
-            return []  # too late, or sold out: the shopper sees no offer
+        if ts >= m.checkin_ts(key[2]):
+            return []  # too late: the shopper sees no offer
+        stay_left = self._stay_left(key, shopper.nights)
+        left = min(stay_left)
+        if left <= 0:
+            return []  # sold out on some night of the stay: the shopper sees no offer
         values = self._stay(ms, key)
-        price = self._quote(values, key, s, shopper.channel, shopper.nights)
+        price = self._quote(values, key, s, shopper.channel, shopper.nights, stay_left)
         p = m.prob(key[0], key[1], key[2], ts, price, s, shopper.channel, m.comp_median(key[0], key[1], key[2], ts))
-        if shopper.u_book < p and self._left[key] >= shopper.rooms:
+        if shopper.u_book < p and left >= shopper.rooms:
             self._push(ms + shopper.book_delay_ms, _BOOK, (shopper, price))
         values.update(
             event_type="view", price_shown=price, channel=shopper.channel, segment=self._seg_names[s], decision_id=None
         )
         return [build(ViewEvent, values)]
 
-    def _quote(self, values: dict[str, Any], key: Key, s: int, channel: str, nights: int) -> float:
+    def _quote(
+        self, values: dict[str, Any], key: Key, s: int, channel: str, nights: int, stay_left: tuple[int, ...]
+    ) -> float:
         if self.policy is None:
             return self.market.reference_at(key[0], key[1])
         offer = Offer(
@@ -297,9 +325,10 @@ class Simulation:
             self._seg_names[s],
             channel,
             (values["stay_date"] - values["event_time"].date()).days,
-            self._left[key],
+            min(stay_left),
             self.market.capacity_at(key[0], key[1]),
             nights,
+            stay_left if self._hold else None,
         )
         price = self.policy(offer)
         if not isinstance(price, int | float) or not math.isfinite(price) or price <= 0:
@@ -309,9 +338,11 @@ class Simulation:
     def _on_book(self, ms: int, shopper: Shopper, price: float) -> list[Record]:
         key, rooms = shopper.key, shopper.rooms
         checkin_ms = self.market.checkin_ts(key[2]) * 1000.0
-        if ms >= checkin_ms or self._left[key] < rooms:
+        held = self._held(key, shopper.nights)
+        if ms >= checkin_ms or any(self._night_left(k) < rooms for k in held):
             return []  # sold out (or closed) while the guest was checking out: a lost sale
-        self._left[key] -= rooms
+        for k in held:
+            self._left[k] -= rooms
         values = self._stay(ms, key)
         booking_id = self._ids()
         values.update(
@@ -327,14 +358,16 @@ class Simulation:
         if shopper.u_cancel < self._cancel[shopper.s]:
             lo, hi = _CANCEL_SPAN
             when = ms + int((lo + (hi - lo) * shopper.cancel_at) * (checkin_ms - ms))
-            self._push(max(when, ms + 1), _CANCEL, (key, booking_id, rooms))
-        return [build(BookingEvent, values), self._inventory(ms, key)]
+            self._push(max(when, ms + 1), _CANCEL, (key, booking_id, rooms, shopper.nights))
+        return [build(BookingEvent, values), *(self._inventory(ms, k) for k in held)]
 
-    def _on_cancel(self, ms: int, key: Key, booking_id: Any, rooms: int) -> list[Record]:
-        self._left[key] += rooms
+    def _on_cancel(self, ms: int, key: Key, booking_id: Any, rooms: int, nights: int) -> list[Record]:
+        held = self._held(key, nights)
+        for k in held:
+            self._left[k] = self._night_left(k) + rooms
         values = self._stay(ms, key)
         values.update(event_type="cancellation", booking_id=booking_id, rooms=rooms)
-        return [build(CancellationEvent, values), self._inventory(ms, key)]
+        return [build(CancellationEvent, values), *(self._inventory(ms, k) for k in held)]
 
     def _inventory(self, ms: int, key: Key) -> Record:
         values = self._stay(ms, key)

@@ -394,7 +394,10 @@ class Market:
             # one probability at the segment's mean channel offset: close enough for a warm start
             offset = sum(w * cfg.channel_offsets[ch] for ch, w in seg.channels.items()) / sum(seg.channels.values())
             p = self.prob(h, r, ordinal, ts, ref, s, "web", comp, offset=offset)
-            total += mass * cfg.view_prob * p * (seg.rooms[0] + seg.rooms[1]) / 2.0
+            # a stay holding every night: the night also carries the earlier check-ins' stays, about as
+            # many as its own check-ins times their mean stay (neighbouring nights alike)
+            held = seg.nights_mean if cfg.stays_hold_nights else 1.0
+            total += mass * cfg.view_prob * p * (seg.rooms[0] + seg.rooms[1]) / 2.0 * held
         return total
 
 

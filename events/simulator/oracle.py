@@ -13,6 +13,18 @@ maximises ``P(book | p) x (p - bid price)`` with the bid price read from the
 values of the period after the offer, at the offer's exact truth (segment,
 channel, nights, time).
 
+Stays that hold every night they cover (``MarketConfig.stays_hold_nights``) make the
+exact programme a network one (every night's rooms at once). The oracle decomposes it
+by night (Talluri & van Ryzin, section 3.4): night ``k``'s programme sees every stay
+covering it (its own check-ins' rate x their mean stay, neighbouring nights taken
+alike), and a stay's value on night ``k`` is its displacement-adjusted revenue, its
+price minus the bid prices of its other nights, read from the previous solution at the
+same rooms left and lead time (weights ``n - |d|`` for a night ``d`` away, ``n`` the
+class's mean stay); ``iterations`` solutions in all (the first with no displacement).
+A shopper is then quoted against the mean over the nights of her stay of each night's
+own bid price at its own rooms left (``Offer.stay_left``). Exact when every stay is
+one night (the hand-solved test).
+
 Approximations: a booking that will be cancelled frees its rooms at once
 (``held=False``, the default; in the simulator they come back somewhere between 5%
 and 95% of the time left; ``held=True`` is the other extreme, rooms held to the
@@ -42,7 +54,7 @@ from datetime import date
 import numpy as np
 import numpy.typing as npt
 
-from events.simulator.dp import _bid_prices, quote, solve
+from events.simulator.dp import _bid_prices, best_response, quote, solve
 from events.simulator.errors import SimulatorError
 from events.simulator.market import _GRID_RANGE, _LAST_MINUTE_DAYS, Market
 from events.simulator.shoppers import Offer, Policy
@@ -122,10 +134,16 @@ class DPOracle:
         SimulatorError: if the night range is empty.
     """
 
-    def __init__(self, market: Market, *, first_night: date, last_night: date, held: bool = False) -> None:
+    def __init__(
+        self, market: Market, *, first_night: date, last_night: date, held: bool = False, iterations: int = 3
+    ) -> None:
         if last_night < first_night:
             raise SimulatorError(field="last_night", value=last_night, expected=f"on or after {first_night}")
+        if iterations < 1:
+            raise SimulatorError(field="iterations", value=iterations, expected="at least 1")
         self.market = market
+        self._hold = market.config.stays_hold_nights
+        self._iterations = iterations if self._hold else 1
         self._first = first_night.toordinal()
         self._ordinals = np.arange(self._first, last_night.toordinal() + 1)
         self._edges = lead_edges(market.config.horizon_days)
@@ -163,7 +181,27 @@ class DPOracle:
             per_seg = np.asarray(m.night_factors(h, r, o)) * pdf * (cycle * width * 24.0)[:, None]
             lam[i] = per_seg[:, seg] * cl.share * m.config.view_prob
             a[i] = self._intercepts(h, r, o, mid, ts)
+        if self._hold:  # the stays covering a night: its own check-ins' as many again as they stay
+            lam *= cl.nights
         return lam, a
+
+    def _other(self, v_prev: Array, t: int) -> Array:
+        """Bid price per room of a stay's other nights, ``(nights, classes, rooms left + 1)``, at period ``t + 1``."""
+        from scipy.ndimage import convolve1d
+
+        cl = self._classes
+        nxt = np.asarray(v_prev[:, t + 1, :], dtype=np.float64)
+        out = np.zeros((nxt.shape[0], len(cl.segment), nxt.shape[1]))
+        done: dict[int, Array] = {}
+        for j, s in enumerate(cl.segment):
+            if s not in done:
+                cost = _bid_prices(nxt, cl.rooms_pmf[j], 1.0)[1]
+                n = max(2, round(float(cl.nights[j])))
+                w = np.array([n - abs(d) if d else 0 for d in range(1 - n, n)], dtype=float)
+                norm = convolve1d(np.ones(nxt.shape[0]), w, mode="constant", cval=0.0)
+                done[s] = convolve1d(cost, w, axis=0, mode="constant", cval=0.0) / norm[:, None]
+            out[:, j, :] = done[s]
+        return out
 
     def _bounds(self, h: int, r: int) -> tuple[float, float]:
         ref = self.market.reference_at(h, r)
@@ -176,24 +214,33 @@ class DPOracle:
             lam, a = self._grid(h, r)
             cl = self._classes
             lo, hi = self._bounds(h, r)
-            v = solve(
-                capacity=self.market.capacity_at(h, r),
-                lam=lam,
-                a=a,
-                b=cl.b,
-                intent=cl.intent,
-                rooms_pmf=cl.rooms_pmf,
-                nights=cl.nights,
-                keep=cl.keep,
-                lo=lo,
-                hi=hi,
-                consume=self._consume,
-            )
+            v: Array | None = None
+            for _ in range(self._iterations):
+                prev = v
+                v = solve(
+                    capacity=self.market.capacity_at(h, r),
+                    lam=lam,
+                    a=a,
+                    b=cl.b,
+                    intent=cl.intent,
+                    rooms_pmf=cl.rooms_pmf,
+                    nights=cl.nights,
+                    keep=cl.keep,
+                    lo=lo,
+                    hi=hi,
+                    consume=self._consume,
+                    other=None if prev is None else (lambda t, p=prev: self._other(p, t)),
+                )
+            assert v is not None
             self._values[key] = v.astype(np.float32)
         return self._values[key]
 
     def expected_revenue(self, hotel_id: str, room_type: str, stay_date: date) -> float:
-        """Expected net revenue of a night sold from the horizon with every room free, under the DP."""
+        """Expected net revenue of a night sold from the horizon with every room free, under the DP.
+
+        With stays holding every night it is the night's displacement-adjusted value (its stays' revenue
+        less their other nights' bid prices), not a share of revenue that sums over nights.
+        """
         m = self.market
         h, r = m.hotel_index(hotel_id), m.room_index(room_type)
         return float(self.values(h, r)[self._night(stay_date.toordinal()), 0, -1])
@@ -208,13 +255,31 @@ class DPOracle:
             )
         return i
 
+    def _period(self, lead: float) -> int:
+        t = int(np.searchsorted(-self._edges, -lead, side="right")) - 1
+        return min(max(t, 0), len(self._edges) - 2)
+
+    def _stay_cost(self, offer: Offer, h: int, r: int, lead: float, pmf: Array) -> float | None:
+        """Mean over the stay's nights of each night's bid per room at its own rooms left (``None``: one night)."""
+        if not self._hold or offer.stay_left is None or len(offer.stay_left) <= 1:
+            return None
+        values, first = self.values(h, r), offer.stay_date.toordinal() - self._first
+        costs = []
+        for i, left in enumerate(offer.stay_left):
+            night = first + i
+            if night >= values.shape[0]:
+                break  # past the solved nights: the mean of those inside
+            v_next = values[night, self._period(lead + i) + 1].astype(np.float64)[None, :]
+            x = min(max(left, 0), v_next.shape[1] - 1)
+            costs.append(float(_bid_prices(v_next, pmf, 1.0)[1][0, x]))
+        return float(np.mean(costs))
+
     def _quote(self, offer: Offer) -> tuple[float, float]:
         m = self.market
         h, r, o = m.hotel_index(offer.hotel_id), m.room_index(offer.room_type), offer.stay_date.toordinal()
         ts = offer.at.timestamp()
         lead = (m.checkin_ts(o) - ts) / _DAY_S
-        t = int(np.searchsorted(-self._edges, -lead, side="right")) - 1
-        t = min(max(t, 0), len(self._edges) - 2)
+        t = self._period(lead)
         v_next = self.values(h, r)[self._night(o), t + 1].astype(np.float64)
         j = self._index[(m.segment_index(offer.segment), offer.channel)]
         cl = self._classes
@@ -223,6 +288,10 @@ class DPOracle:
         x = min(max(offer.rooms_left, 0), len(v_next) - 1)
         pmf, b = cl.rooms_pmf[j], float(cl.b[j])
         held = float(self._consume[j] / cl.keep[j])
+        stay = self._stay_cost(offer, h, r, lead, pmf)
+        if stay is not None:
+            bid = stay * held
+            return float(best_response(np.array(a), b, np.array(bid), lo=lo, hi=hi)), bid
         return quote(v_next, x, a=a, b=b, rooms_pmf=pmf, nights=float(offer.nights), lo=lo, hi=hi, held=held)
 
     def price(self, offer: Offer) -> float:
@@ -251,8 +320,10 @@ class DPOracle:
             if c != offer.channel or mix[s] <= 0.0:
                 continue
             weight, cost = _bid_prices(v_next, cl.rooms_pmf[j], float(offer.nights))
+            stay = self._stay_cost(offer, h, r, lead, cl.rooms_pmf[j])
+            c = cost[0, x] if stay is None else stay
             sig = 1.0 / (1.0 + np.exp(np.clip(cl.b[j] * np.log(grid) - a[j], -700.0, 700.0)))
-            total += mix[s] * cl.keep[j] * cl.intent[j] * sig * weight[x] * (grid - cost[0, x])
+            total += mix[s] * cl.keep[j] * cl.intent[j] * sig * weight[x] * (grid - c)
         return float(grid[int(np.argmax(total))])
 
     def bid_price(self, offer: Offer) -> float:

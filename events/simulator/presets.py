@@ -28,6 +28,9 @@ from events.simulator.errors import UnknownKeyError
 _RATE_SCANS = 0.3
 """Competitor rate updates per stay night per day: a rate shopper scanning a 450-day horizon every few days
 (at the flat market's 1.5 a day, competitor events were half of all records and half the simulation time)."""
+_VOLUME = 4.3
+"""Shoppers per room-night of capacity (the flat market's figure): a stay holds every night it covers, so a
+preset's shoppers per check-in night are this divided by its mean stay, and the rooms a night sells stay the same."""
 _WEEKDAYS = (1.3, 1.4, 1.4, 1.25, 0.7, 0.4, 0.55)
 _WEEKENDS = (0.8, 0.75, 0.8, 0.95, 1.35, 1.5, 0.85)
 
@@ -64,9 +67,16 @@ def _segments(
     )
 
 
+def _holding(config: MarketConfig) -> MarketConfig:
+    """``config`` with stays holding every night and the check-in volume divided by the mean stay."""
+    return config.model_copy(
+        update={"stays_hold_nights": True, "shoppers_per_room_night": round(_VOLUME / config.mean_nights, 4)}
+    )
+
+
 def resort() -> MarketConfig:
     """A seasonal resort: price paid by arrival month 48-187 (3.9x), bookings 93 days ahead on average."""
-    return MarketConfig(
+    return _holding(MarketConfig(
         horizon_days=450,
         competitor_updates_per_day=_RATE_SCANS,
         season_amplitude=0.6,
@@ -79,12 +89,12 @@ def resort() -> MarketConfig:
             cancels={"online_ta": 0.33, "offline_ta": 0.28, "groups": 0.3, "direct": 0.15, "corporate": 0.12},
             resort=True,
         ),
-    )
+    ))
 
 
 def city() -> MarketConfig:
     """A city hotel: a 1.5x swing of price by month, bookings 110 days ahead, 42% cancelled."""
-    return MarketConfig(
+    return _holding(MarketConfig(
         horizon_days=450,
         competitor_updates_per_day=_RATE_SCANS,
         season_amplitude=0.25,
@@ -97,7 +107,7 @@ def city() -> MarketConfig:
             cancels={"online_ta": 0.38, "offline_ta": 0.42, "groups": 0.68, "direct": 0.18, "corporate": 0.18},
             resort=False,
         ),
-    )
+    ))
 
 
 PRESETS = {"flat": MarketConfig, "resort": resort, "city": city}

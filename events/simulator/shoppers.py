@@ -33,6 +33,9 @@ class Offer(NamedTuple):
     rooms_left: int
     capacity: int
     nights: int = 1
+    stay_left: tuple[int, ...] | None = None
+    """Rooms left on each night of the stay from check-in (``rooms_left`` is their minimum), when stays
+    hold every night they cover (``MarketConfig.stays_hold_nights``); ``None``: the check-in night's only."""
 
 
 Policy = Callable[[Offer], float]
