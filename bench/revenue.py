@@ -67,12 +67,15 @@ POLICIES = ("static", "rules", "pricestream", "myopic", "dp", "dp_channel")
 BAND = (0.25, 4.0)
 """Floor and ceiling as multiples of a room's reference price: the oracles' price range, so that no policy is capped
 where another is not (the calibrated resort swings ~4x over a year)."""
-DROPPED_RULES = frozenset({"floor", "ceiling", "max_change", "channel_parity"})
-"""Rules the benchmark leaves out of the shipped file: its bounds (replaced by ``BAND``), the change limit (a
-replay has no published price), and the OTA/GDS parity rule, which narrows every OTA and GDS request to the
-rules-only price +-3% (``pricing.rules``: ``_constrain``): most shoppers of both presets book through those
-channels, so it pinned the models to the rules price (on the resort, seed 0, the light tier's quotes on nights
-with under 20% of rooms left sat at 1.15x the reference where the DP priced 2.6-3.9x)."""
+DROPPED_RULES = frozenset({"floor", "ceiling", "max_change"})
+"""Rules the benchmark leaves out of the shipped file: its bounds (replaced by ``BAND``) and the change limit (a
+replay has no published price)."""
+PARITY_MODE = "not_below"
+"""The OTA/GDS parity rule as the benchmark's revenue manager sets it (``ChannelParityRule.mode``): not below the
+direct price. As shipped (``band``) it narrows every OTA and GDS request to the rules-only price +-3%, and most
+shoppers of both presets book through those channels, so it pinned the models to the rules price (on the resort,
+seed 0, the light tier's quotes on nights with under 20% of rooms left sat at 1.15x the reference where the DP
+priced 2.6-3.9x)."""
 DEADLINE_MS = 60_000.0
 """An in-process replay is not latency-bound: a slow decision on a busy machine must not degrade to rules."""
 DEFAULT_START = "2026-05-01T00:00:00+00:00"
@@ -120,6 +123,9 @@ def scorer(market: Market, *, source: AtRequestTime, bundles: tuple[Path, Path] 
            capacity: BidPriceConfig | None, exploration: ExplorationConfig | None = None,
            rules_below: float | None = None) -> Scorer:
     spec = market_rule_spec(market, band=BAND, drop_kinds=DROPPED_RULES)
+    for rule in spec["rules"]:
+        if rule["kind"] == "channel_parity":
+            rule["mode"] = PARITY_MODE
     rules = RuleSet.from_yaml(yaml.safe_dump(spec, sort_keys=False))
     light = heavy = None
     if bundles is not None:

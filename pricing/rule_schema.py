@@ -112,12 +112,17 @@ class LastMinuteRule(_Rule):
 
 
 class ChannelParityRule(_Rule):
-    """On ``channels`` (default ota, gds) price = direct price x factor, within +/- max_spread."""
+    """On ``channels`` (default ota, gds) price = direct price x factor, within +/- max_spread.
+
+    ``mode: not_below``: the price is not below the direct price x factor (the floor rises to it and the
+    ceiling stays), so a capacity-aware model may still price a scarce night above it.
+    """
 
     kind: Literal["channel_parity"]
     channels: tuple[Channel, ...] | None = ("ota", "gds")
     factor: Factor = 1.0
     max_spread: float = Field(default=0.0, ge=0.0, lt=1.0)
+    mode: Literal["band", "not_below"] = "band"
 
 
 class MaxChangeRule(_Rule):

@@ -18,7 +18,8 @@ lead-time ladders, and a list of rules, each with an ``id`` and a ``kind``:
     by ``factor``; with ``decide: true`` that price is final.
 ``channel_parity``
     for the listed channels the price is the direct price x ``factor``, and the
-    model may move at most ``max_spread`` (a fraction) away from it.
+    model may move at most ``max_spread`` (a fraction) away from it; with
+    ``mode: not_below`` the price is only kept from going below it.
 ``max_change``
     the price stays within +/- ``max_pct`` of ``request.last_published_price``.
 
@@ -263,7 +264,12 @@ class RuleSet:
     ) -> tuple[float, float, float]:
         """Parity and max-change bands narrow the bounds; parity also sets the rules price."""
         parity = scope.parity
-        if parity is not None:
+        if parity is not None and parity.mode == "not_below":
+            fired.append(parity.id)
+            direct = min(max(price, floor), ceiling) * parity.factor
+            floor, ceiling = _narrow(floor, ceiling, direct, ceiling)
+            price = max(price, direct)
+        elif parity is not None:
             fired.append(parity.id)
             price = min(max(price, floor), ceiling) * parity.factor
             floor, ceiling = _narrow(floor, ceiling, price * (1 - parity.max_spread), price * (1 + parity.max_spread))

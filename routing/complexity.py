@@ -20,6 +20,11 @@ Each squash is non-decreasing in its input and the weights are non-negative, so 
 score is monotone: making any input "harder" never lowers it. A NaN input means
 "unknown" and counts as the hardest value of its component.
 
+Scarcity is not averaged in: a night with at least ``SCARCE_SOLD_SHARE`` of its rooms
+sold scores at least ``SCARCE_MIN_SCORE``, above the default rules cut-off, because the
+rules price knows no bid price and the value of the last rooms is where a capacity-aware
+model earns its keep (issue 14: two thirds of the offers that count went to the rules).
+
 Example:
     >>> easy = ComplexityInputs(features_missing_share=0.0, feature_age_s=5.0, cold_start=False,
     ...                         volatility=0.05, spike=False, light_uncertainty=0.05, ood_distance=0.5)
@@ -63,6 +68,12 @@ SPIKE_RATIO = 3.0
 
 SPIKE_MIN_COUNT = 5.0
 """...and at least this many searches, so that 2 searches against 0.1/h is not a spike."""
+
+SCARCE_SOLD_SHARE = 0.6
+"""Share of a night's rooms sold (occupancy, else ``1 - rooms_left / capacity``) from which it is scarce."""
+
+SCARCE_MIN_SCORE = 0.2
+"""Least score of a scarce night: above the default ``rules_below`` (0.10), so a model tier prices it."""
 
 MIN_STD = 1e-6
 """Floor on a training standard deviation, so a constant feature cannot divide by zero."""
@@ -114,6 +125,8 @@ class ComplexityInputs:
         spike: last-hour activity far above the 24 h hourly rate.
         light_uncertainty: the light model's uncertainty, in [0, 1].
         ood_distance: >= 0, distance from the training distribution (see :class:`TrainingStats`).
+        sold_share: share of the night's rooms already sold, in [0, 1] (0.0: unknown or none); from
+            ``SCARCE_SOLD_SHARE`` the score is at least ``SCARCE_MIN_SCORE``.
     """
 
     features_missing_share: float
@@ -123,9 +136,10 @@ class ComplexityInputs:
     spike: bool
     light_uncertainty: float
     ood_distance: float
+    sold_share: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("features_missing_share", "light_uncertainty"):
+        for name in ("features_missing_share", "light_uncertainty", "sold_share"):
             value = getattr(self, name)
             if value < 0.0 or value > 1.0:  # NaN passes: it means "unknown"
                 raise RoutingInputError(field=name, value=value, expected="a number in [0, 1] (NaN for unknown)")
@@ -170,10 +184,17 @@ def complexity_score(inputs: ComplexityInputs, *, weights: ComplexityWeights = D
         ...                      volatility=0.0, spike=False, light_uncertainty=0.0, ood_distance=0.0)
         >>> complexity_score(x)  # staleness 1 x 0.10 + cold start 1 x 0.15
         0.25
+        >>> from dataclasses import replace
+        >>> easy = replace(x, feature_age_s=1.0, cold_start=False)
+        >>> complexity_score(easy) < 0.1, complexity_score(replace(easy, sold_share=0.8))  # a scarce night
+        (True, 0.2)
     """
     parts = inputs.components()
     total = sum(getattr(weights, name) * value for name, value in parts.items())
-    return min(1.0, max(0.0, round(total / weights.total, 12)))
+    score = min(1.0, max(0.0, round(total / weights.total, 12)))
+    if inputs.sold_share >= SCARCE_SOLD_SHARE:
+        score = max(score, SCARCE_MIN_SCORE)
+    return score
 
 
 @dataclass(frozen=True)
@@ -258,6 +279,22 @@ def spike_of(features: Mapping[str, float | None]) -> bool:
     return hour >= SPIKE_MIN_COUNT and hour > SPIKE_RATIO * day / 24.0
 
 
+def sold_share_of(features: Mapping[str, float | None]) -> float:
+    """Share of the night's rooms sold: ``occupancy``, else ``1 - rooms_left / capacity``, else 0.0 (unknown).
+
+    Example:
+        >>> sold_share_of({"rooms_left": 2.0, "capacity": 10.0}), sold_share_of({})
+        (0.8, 0.0)
+    """
+    occupancy = _value(features, "occupancy")
+    if occupancy is not None:
+        return min(max(occupancy, 0.0), 1.0)
+    left, cap = _value(features, "rooms_left"), _value(features, "capacity")
+    if left is None or cap is None or cap <= 0:
+        return 0.0
+    return min(max(1.0 - left / cap, 0.0), 1.0)
+
+
 def inputs_from(
     request: PricingRequest,
     features: Mapping[str, float | None],
@@ -296,6 +333,7 @@ def inputs_from(
     missing = 1.0 - present / len(ALL_FEATURES)
     age = None if feature_time is None or present == 0 else max(0.0, (now - feature_time).total_seconds())
     return ComplexityInputs(
+        sold_share=sold_share_of(features),
         features_missing_share=missing,
         feature_age_s=age,
         cold_start=hotel_seen < COLD_START_MIN_SEEN,

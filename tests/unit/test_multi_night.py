@@ -1,8 +1,7 @@
-"""Stays that hold every night they cover: the simulator's inventory, the DP oracle's decomposition, the pricer's cost."""
+"""Stays holding every night they cover: simulator inventory, the DP oracle's decomposition, the pricer's cost."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 
 import numpy as np

@@ -178,6 +178,16 @@ def test_channel_parity_sets_price_and_band() -> None:
     assert strict.evaluate(req(channel="gds"), {}).decided_price == pytest.approx(100.0)
 
 
+def test_channel_parity_not_below_only_raises_the_floor() -> None:
+    rs = rules("  - {id: par, kind: channel_parity, channels: [ota], factor: 1.1, mode: not_below}\n")
+    ota = rs.evaluate(req(channel="ota"), {})
+    assert (ota.floor, ota.ceiling, ota.rule_price) == (pytest.approx(110.0), 1000.0, pytest.approx(110.0))
+    assert ota.decided_price is None and "par" in ota.fired
+    assert rs.evaluate(req(channel="web"), {}).floor == 20.0
+    with pytest.raises(RuleSetError, match="mode"):
+        rules("  - {id: par, kind: channel_parity, mode: above}\n")
+
+
 def test_max_change_limits_move_from_last_published_price() -> None:
     rs = rules("  - {id: mc, kind: max_change, max_pct: 0.1}\n")
     out = rs.evaluate(req(last=200.0), {})
