@@ -13,6 +13,7 @@ Principals and their least-privilege ACLs (:data:`GRANTS`, topic names with the 
 * ``scorer``: read ``features.v1`` and ``pricing.requests``, write ``pricing.decisions`` (and its
   DLQ); never ``training.examples``;
 * ``trainer``: read ``training.examples``;
+* ``auditor``: read ``audit.heads`` (the audit log's anchors), nothing else;
 
 each with its consumer groups and transactional ids under a prefix named after it.
 
@@ -37,8 +38,9 @@ from infra.config import StackConfig
 from infra.errors import StartError
 
 PRINCIPALS = ("admin", "producer", "features", "online-writer", "offline-writer", "scorer", "labels", "sampler",
-              "trainer", "monitor", "druid")
-"""SCRAM users of a secure stack (``admin`` is the super user; the others are one per service)."""
+              "trainer", "monitor", "druid", "auditor")
+"""SCRAM users of a secure stack (``admin`` is the super user; the others are one per service, and ``auditor``
+reads the audit log's anchors for ``pricestream audit verify``)."""
 
 MECHANISM = "SCRAM-SHA-512"
 
@@ -79,6 +81,7 @@ GRANTS: dict[str, Grant] = {
     "trainer": Grant(read=("training.examples",), write=("training.examples.dlq",), groups=("feedback-trainer",)),
     "monitor": Grant(read=("pricing.decisions",), write=("pricing.decisions.dlq",), groups=("pricestream-monitors",)),
     "druid": Grant(read=("features.v1", "behaviour.events"), groups=("kafka-supervisor",)),
+    "auditor": Grant(read=("audit.heads",), groups=("pricestream-audit-verify",)),
 }
 """Least-privilege ACLs of each service principal (DESCRIBE comes with read and write). The scorer never
 writes ``training.examples``; only the sampler does, and only the trainer reads it."""

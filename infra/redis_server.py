@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from urllib.parse import quote
 
@@ -69,6 +70,43 @@ def acl_lines(config: StackConfig) -> list[str]:
         keys = "" if role == "admin" else f" {pattern}"
         lines.append(f"user {role} on #{digest}{keys} {_ROLE_RULES[role]}")
     return lines
+
+
+_PROJECT_NAME = re.compile(r"[A-Za-z0-9_]+")
+"""A Feast project name (no glob characters: it becomes a key pattern)."""
+
+
+def grant_project(config: StackConfig) -> list[str]:
+    """Let the ``scorer`` and ``writer`` users at ``config.feature_project``'s keys too, as the admin (idempotent).
+
+    The ACL file covers the project the stack was started with; a deployment with a Feast project of
+    its own (the demo's, one per run) gets its key pattern here when it starts, as it gets its Kafka
+    ACLs. The grant lives in the server's memory (the file keeps the start-up project): each start of
+    a deployment applies it again. Returns the roles granted (none when the stack is not secure).
+
+    Raises:
+        StartError: the project name is not a plain name, or the server refused (names the role).
+    """
+    if not config.secure:
+        return []
+    project = config.feature_project
+    if not _PROJECT_NAME.fullmatch(project):
+        msg = (f"feast_project: got {project!r}, expected letters, digits and underscores only "
+               "(it becomes a Redis ACL key pattern)")
+        raise StartError(msg)
+    client = redis.Redis.from_url(role_url(config, "admin"), socket_connect_timeout=5.0, socket_timeout=5.0)
+    granted = []
+    try:
+        for role in ("scorer", "writer"):
+            client.execute_command("ACL", "SETUSER", role, f"~*{project}")
+            granted.append(role)
+    except redis.RedisError as exc:
+        role = ("scorer", "writer")[len(granted)]
+        msg = f"redis ACL SETUSER {role} ~*{project}: refused ({exc}); expected the admin user to grant it"
+        raise StartError(msg) from exc
+    finally:
+        client.close()
+    return granted
 
 
 def role_url(config: StackConfig, role: str) -> str:

@@ -362,8 +362,12 @@ def audit_verify(
     if s.audit_topic_anchors():  # the anchors on the audit.heads topic too (they survive deleted files)
         from pricing.audit_anchors import resolve_key
         from pricing.audit_kafka import read_topic_anchors
+        from pricing.errors import AuditLogError
 
-        remote = read_topic_anchors(s.kafka(), target, resolve_key(s.audit_key))
+        try:
+            remote = read_topic_anchors(s.kafka(), target, resolve_key(s.audit_key))
+        except AuditLogError as exc:  # e.g. the principal may not read the topic: a message, not a traceback
+            fail(f"audit log {target}: {exc}")
     result = verify(target, key=s.audit_key, anchors=s.audit_anchors, remote=remote)
     last = f"last intact entry: seq {result.last_seq} at {result.last_timestamp or '-'}, hash {result.last_hash[:12]}"
     if not result.ok and result.first_bad_position is None:

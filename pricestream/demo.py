@@ -316,7 +316,7 @@ def _warm_up(run: Settings, market: Market, start: datetime, *, seed: int, say: 
     """
     say(f"warm-up {start.date()}: a day of history at the static price, events to Kafka")
     sim = Simulation(market, start=start, duration=timedelta(days=1), policy=static_policy(market), rng_seed=seed)
-    with Producer(run.kafka(), topic="behaviour.events") as events:
+    with Producer(run.acting_as("producer").kafka(), topic="behaviour.events") as events:  # as a booking engine
         for event in sim:
             events.send(event)
 
@@ -343,7 +343,7 @@ def _one_day(run: _Run, start: datetime, *, seed: int, report: DemoReport, say: 
     sim = Simulation(run.market, start=start, duration=timedelta(days=1), policy=policy, rng_seed=seed)
     acc = DayAccumulator(run.market)
     before = _consumed_features(run)
-    with Producer(run.settings.kafka(), topic="behaviour.events") as events:
+    with Producer(run.settings.acting_as("producer").kafka(), topic="behaviour.events") as events:
         for event in sim:
             acc.add(event)
             events.send(_link(event, recent))

@@ -133,8 +133,10 @@ class Deployment:
             raise DeploymentError(msg)
         if s.secure:  # as the admin: each service's ACLs on this deployment's (prefixed) topics and groups
             from infra.kafka_security import apply_acls
+            from infra.redis_server import grant_project
 
             apply_acls(s.stack(), s.topic_prefix)
+            grant_project(s.stack())  # and the Redis users' key pattern of its Feast project
         self.supervisor = Supervisor(s.state_dir / "run", self.programs, grace_s=s.grace_s, env=self.env)
         self.supervisor.start()
 

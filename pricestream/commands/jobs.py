@@ -77,6 +77,10 @@ def jobs_run(
         fail("--from-savepoint and --fresh: got both, expected at most one")
     config = _job_config(job, startup=startup, bounded=bounded, parallelism=parallelism,
                          allowed_lateness_ms=allowed_lateness_ms)
+    if settings().secure:  # the broker's verdict on the job's principal before the JVM starts, as services run's
+        from pricestream.commands.services import check_principal_access
+
+        check_principal_access(settings().acting_as("features"), "features")
     restore = feature_job.resume_point(config, savepoint=from_savepoint, fresh=fresh)
     config = config.model_copy(update={"restore_from": restore})
     err.print(f"restoring from {restore}" if restore else f"no checkpoint restored: offsets per {config.startup}")

@@ -55,8 +55,10 @@ def run(
         create_topics(s.kafka())
         if s.secure:  # as the admin: each service principal's ACLs on this deployment's (prefixed) topics
             from infra.kafka_security import apply_acls
+            from infra.redis_server import grant_project
 
             apply_acls(s.stack(), s.topic_prefix)
+            grant_project(s.stack())  # the Redis users' key pattern of this deployment's Feast project
         ensure_models(ModelRegistry(s.registry()), seed=s.seed, rows=s.bootstrap_rows)  # once, not per process
     sup = Supervisor(s.state_dir / RUN_DIR, progs, grace_s=s.grace_s)
     stop = threading.Event()

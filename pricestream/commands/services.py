@@ -51,7 +51,10 @@ REDIS_USERS: dict[str, str] = {"online-writer": "writer"}
 
 
 def _check_access(s: Settings, name: str) -> None:
-    """Stop with the broker's verdict when this process's principal may not do what service ``name`` needs."""
+    """Stop with the broker's verdict when this process's principal may not do what service ``name`` needs.
+
+    ``name`` is a key of :data:`infra.kafka_security.GRANTS` (a service, or ``features`` for the feature job).
+    """
     from infra.kafka_security import AccessError, check_access
 
     conf: dict[str, Any] = dict(s.kafka().client_conf())
@@ -59,6 +62,10 @@ def _check_access(s: Settings, name: str) -> None:
         check_access(conf, s.principal, name, topic_prefix=s.topic_prefix)
     except AccessError as exc:
         fail(str(exc))
+
+
+check_principal_access = _check_access
+"""Public name of the access check, for commands outside ``services`` (``jobs run features``)."""
 
 
 def default_ops_port(name: str, *, base: int) -> int:
