@@ -53,6 +53,11 @@ class FeaturesConfig(BaseModel):
     redis_username: str | None = None
     """ACL user of a secure Redis (``scorer``, ``writer``); unset: the ``default`` user."""
     redis_timeout_s: float = Field(default=0.5, gt=0)
+    redis_wait_replicas: int = Field(default=0, ge=0)
+    """Redis Cluster: the online writer acknowledges a batch once this many replicas of each master
+    written have it (``WAIT``); 0: on the master's reply (a failover may lose the last ~second)."""
+    redis_wait_ms: int = Field(default=100, gt=0)
+    """How long ``WAIT`` may block per master before the batch fails and is retried."""
     kafka: KafkaConfig = KafkaConfig()
     topic: str = "features.v1"
     online_group: str = "features-online-writer"

@@ -3,9 +3,10 @@
 :class:`RedisFeatureSource` implements :class:`pricing.feature_source.FeatureSource`. It reads
 the hashes that Feast's Redis online store reads (and :mod:`features.online_writer` writes):
 one ``HMGET`` on the stay key for the five stay views and one on the hotel key for
-``hotel_stats``, pipelined. Values are Feast ``Value`` protos; doubles are decoded straight from
-their 9 bytes (tag + little-endian float64), the rest through protobuf. Derived ratios come from
-:func:`events.catalog.derive`.
+``hotel_stats``, pipelined (on a Redis Cluster, ``redis+cluster://`` URLs, the pipeline sends each
+``HMGET`` to the master of its key's slot, one round trip per master). Values are Feast ``Value``
+protos; doubles are decoded straight from their 9 bytes (tag + little-endian float64), the rest
+through protobuf. Derived ratios come from :func:`events.catalog.derive`.
 
 ``version`` of a read is the newest view version, ``event_time`` the newest view event time:
 the state of the key as of its latest update. A view whose feature time is older than its TTL
@@ -30,8 +31,8 @@ import redis
 from events.catalog import ALL_FEATURES, HOTEL_KEYS, STAY_KEYS, VIEWS, derive
 from events.redact import redact, redact_exception
 from features.config import FeaturesConfig
+from features.connection import RedisClient, redis_client
 from features.layout import decode_double, decode_ts, redis_key, view_fields
-from features.online_writer import redis_client
 from features.ttl_store import expired
 from pricing.errors import FeatureStoreUnavailable
 from pricing.feature_source import FeatureRead
@@ -67,7 +68,7 @@ class RedisFeatureSource:
         client: an existing redis-py client (else one is made from ``config``, with its timeouts).
     """
 
-    def __init__(self, config: FeaturesConfig, *, client: redis.Redis | None = None,
+    def __init__(self, config: FeaturesConfig, *, client: RedisClient | None = None,
                  clock: Callable[[], datetime] = _utc_now) -> None:
         self.config = config
         self._project = config.project

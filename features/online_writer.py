@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -32,16 +33,20 @@ from typing import Any, NamedTuple
 
 import redis
 from prometheus_client import CollectorRegistry
+from redis.cluster import RedisCluster
 
 from events.catalog import VIEWS
+from events.redact import redact
 from events.runtime import BatchContext, Output, Record, Runtime, RuntimeConfig, Step
 from features.config import FeaturesConfig
+from features.connection import RedisClient, redis_client, slot_of
 from features.errors import OnlineStoreError
 from features.freshness import FreshnessTracker, publish
 from features.layout import encode_double, encode_ts, feature_field, redis_key, ts_field, version_field
 from features.rows import FeatureRow, parse_row
 
 CAS_SCRIPT = (Path(__file__).with_name("cas.lua")).read_text()
+_CAS_SHA = hashlib.sha1(CAS_SCRIPT.encode()).hexdigest()  # noqa: S324 - Redis names scripts by their SHA-1
 # Rows per script call: one call blocks Redis while it runs (~5 us a row), so a whole 2,000-row
 # batch in one call would hold the scorer's reads for ~10 ms; 64 rows keep that well under 1 ms
 # and still share the per-command cost of the client and the server.
@@ -68,19 +73,26 @@ def newest_per_key(rows: Sequence[FeatureRow], project: str) -> list[tuple[bytes
     return list(newest.values())
 
 
-def redis_client(config: FeaturesConfig) -> redis.Redis:
-    """A redis-py client for ``config`` (binary replies, bounded timeouts)."""
-    host, port, db = config.redis_host_port_db
-    password = config.redis_password.get_secret_value() if config.redis_password else None
-    return redis.Redis(
-        host=host,
-        port=port,
-        db=db,
-        password=password,
-        username=config.redis_username,
-        socket_timeout=config.redis_timeout_s,
-        socket_connect_timeout=config.redis_timeout_s,
-    )
+def script_chunks(batch: Sequence[tuple[bytes, FeatureRow]], *, cluster: bool) -> list[list[tuple[bytes, FeatureRow]]]:
+    """The script calls of a batch: runs of :data:`_ROWS_PER_CALL` rows; on a cluster, of one hash slot each.
+
+    A script's keys must all live in one slot on a cluster (else ``CROSSSLOT``), so rows are grouped
+    by their key's slot first (first-seen order kept within a slot).
+
+    Example:
+        >>> rows = [(b"a", None), (b"b", None), (b"a", None)]
+        >>> [len(c) for c in script_chunks(rows, cluster=False)]
+        [3]
+        >>> sorted(len(c) for c in script_chunks(rows, cluster=True))
+        [1, 2]
+    """
+    if not cluster:
+        return [list(batch[start : start + _ROWS_PER_CALL]) for start in range(0, len(batch), _ROWS_PER_CALL)]
+    by_slot: dict[int, list[tuple[bytes, FeatureRow]]] = {}
+    for item in batch:
+        by_slot.setdefault(slot_of(item[0]), []).append(item)
+    return [rows[start : start + _ROWS_PER_CALL] for rows in by_slot.values()
+            for start in range(0, len(rows), _ROWS_PER_CALL)]
 
 
 # Each view's Redis field names, computed once (a murmur hash per feature name otherwise, per row).
@@ -94,6 +106,13 @@ def cas_args(row: FeatureRow) -> list[bytes | str]:
     args: list[bytes | str] = [str(len(fields) + 1), version, str(row.version), ts, encode_ts(row.feature_time)]
     for name, field in fields:
         args += [field, encode_double(row.features.get(name))]
+    return args
+
+
+def _chunk_args(chunk: Sequence[tuple[bytes, FeatureRow]]) -> list[bytes | str]:
+    args: list[bytes | str] = []
+    for _, row in chunk:
+        args += cas_args(row)
     return args
 
 
@@ -122,13 +141,16 @@ class OnlineWriter:
         config: FeaturesConfig,
         *,
         registry: CollectorRegistry | None = None,
-        client: redis.Redis | None = None,
+        client: RedisClient | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = config
         self.freshness = FreshnessTracker(registry)
         self._client = client if client is not None else redis_client(config)
-        self._script = self._client.register_script(CAS_SCRIPT)
+        self._cluster = isinstance(self._client, RedisCluster)
+        if not isinstance(self._client, RedisCluster):
+            self._script = self._client.register_script(CAS_SCRIPT)
+        self._wait = (config.redis_wait_replicas, config.redis_wait_ms)
         self._clock = clock
         self._published = 0.0
 
@@ -141,27 +163,70 @@ class OnlineWriter:
         if not rows:
             return WriteResult(0, 0)
         batch = newest_per_key(rows, self.config.project)
+        chunks = script_chunks(batch, cluster=self._cluster)
         try:
-            with self._client.pipeline(transaction=False) as pipe:
-                for start in range(0, len(batch), _ROWS_PER_CALL):
-                    chunk = batch[start : start + _ROWS_PER_CALL]
-                    args: list[bytes | str] = []
-                    for _, row in chunk:
-                        args += cas_args(row)
-                    self._script(keys=[key for key, _ in chunk], args=args, client=pipe)
-                applied = [ok == 1 for chunk in pipe.execute() for ok in chunk]
+            if self._cluster:
+                replies = self._execute_cluster(chunks)
+            else:
+                with self._client.pipeline(transaction=False) as pipe:
+                    for chunk in chunks:
+                        self._script(keys=[key for key, _ in chunk], args=_chunk_args(chunk), client=pipe)
+                    replies = pipe.execute()
         except redis.RedisError as exc:
-            msg = f"Redis at {self.config.redis_url!r} failed a batch of {len(rows)} rows: {exc}"
+            msg = f"Redis at {redact(self.config.redis_url)!r} failed a batch of {len(rows)} rows: {exc}"
             raise OnlineStoreError(msg) from exc
+        applied = [ok == 1 for reply in replies for ok in reply]
         now_ms = self._clock() * 1000.0
         written = 0
-        for (_, row), ok in zip(batch, applied, strict=True):
+        for (_, row), ok in zip((item for chunk in chunks for item in chunk), applied, strict=True):
             if ok:
                 written += 1
                 self.freshness.observe((now_ms - row.publish_time) / 1000.0)
         superseded = len(rows) - len(batch)
         self.freshness.count_rows(written=written, skipped_stale=len(batch) - written + superseded)
         return WriteResult(written, len(batch) - written, superseded)
+
+    def _execute_cluster(self, chunks: list[list[tuple[bytes, FeatureRow]]]) -> list[list[int]]:
+        """One cluster pipeline of ``EVALSHA`` calls (one slot each); scripts a node lacks are loaded and rerun.
+
+        A promoted replica or a restarted node has an empty script cache (Redis 7 does not replicate
+        ``SCRIPT LOAD``), so a ``NOSCRIPT`` reply loads the script on every master and reruns just
+        those calls. With ``wait_replicas``, each master written is asked to ``WAIT`` for that many
+        replicas: the batch is acknowledged only once they have it.
+        """
+        cluster: RedisCluster = self._client  # type: ignore[assignment]
+        sha = _CAS_SHA
+        replies: list[Any] = [None] * len(chunks)
+        pending = list(range(len(chunks)))
+        for _attempt in range(2):
+            with cluster.pipeline(transaction=False) as pipe:
+                for i in pending:
+                    keys = [key for key, _ in chunks[i]]
+                    pipe.execute_command("EVALSHA", sha, len(keys), *keys, *_chunk_args(chunks[i]))
+                results = pipe.execute(raise_on_error=False)
+            for i, result in zip(pending, results, strict=True):
+                replies[i] = result
+            pending = [i for i in pending if isinstance(replies[i], redis.exceptions.NoScriptError)]
+            if not pending:
+                break
+            cluster.execute_command("SCRIPT LOAD", CAS_SCRIPT)  # redis-py sends it to every master
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        self._wait_for_replicas(cluster, {chunk[0][0] for chunk in chunks})
+        return replies
+
+    def _wait_for_replicas(self, cluster: RedisCluster, keys: set[bytes]) -> None:
+        replicas, wait_ms = self._wait
+        if replicas <= 0 or not keys:
+            return
+        nodes = {node.name: node for node in map(cluster.get_node_from_key, keys) if node is not None}
+        for node in nodes.values():
+            acked = int(cluster.execute_command("WAIT", replicas, wait_ms, target_nodes=node))
+            if acked < replicas:
+                msg = (f"Redis Cluster master {node.name}: {acked} replica(s) acknowledged within {wait_ms} ms, "
+                       f"expected wait_replicas={replicas}; the batch is retried")
+                raise redis.RedisError(msg)
 
     def publish_status(self, *, force: bool = False) -> None:
         """Write the freshness summary for ``pricestream features status`` (throttled)."""

@@ -54,6 +54,7 @@ from feast.types import Float64, String
 
 from events.catalog import SPECS, STAY_KEYS, VIEWS
 from features.config import DEFAULT_TTLS, FeaturesConfig
+from features.connection import feast_cluster_string, is_cluster
 from features.errors import StoreConfigError
 from features.ttl_store import TtlRedisOnlineStoreConfig
 
@@ -162,9 +163,7 @@ def repo_config(config: FeaturesConfig, *, ttl_on_read: bool = True) -> RepoConf
             project=config.project,
             provider="local",
             registry=RegistryConfig(path=str(config.registry), cache_ttl_seconds=60),
-            online_store=store_config(
-                connection_string=config.feast_connection_string, full_scan_for_deletion=False
-            ),
+            online_store=store_config(full_scan_for_deletion=False, **feast_redis(config)),
             offline_store={"type": "file"},
             entity_key_serialization_version=ENTITY_KEY_SERIALIZATION_VERSION,
             repo_path=config.state_dir,
@@ -172,6 +171,22 @@ def repo_config(config: FeaturesConfig, *, ttl_on_read: bool = True) -> RepoConf
     except ValueError as exc:
         msg = f"Feast refused the configuration for project {config.project!r}: {exc}"
         raise StoreConfigError(msg) from exc
+
+
+def feast_redis(config: FeaturesConfig) -> dict[str, str]:
+    """Feast's ``connection_string`` and ``redis_type`` of ``config.redis_url`` (one server or a Redis Cluster).
+
+    Example:
+        >>> feast_redis(FeaturesConfig(redis_url="redis+cluster://127.0.0.1:36380,127.0.0.1:36381"))
+        {'connection_string': '127.0.0.1:36380,127.0.0.1:36381', 'redis_type': 'redis_cluster'}
+        >>> feast_redis(FeaturesConfig())["redis_type"]
+        'redis'
+    """
+    if not is_cluster(config.redis_url):
+        return {"connection_string": config.feast_connection_string, "redis_type": "redis"}
+    password = config.redis_password.get_secret_value() if config.redis_password else None
+    string = feast_cluster_string(config.redis_url, password=password, username=config.redis_username)
+    return {"connection_string": string, "redis_type": "redis_cluster"}
 
 
 def build_store(config: FeaturesConfig, *, apply: bool = True, ttl_on_read: bool = True) -> FeatureStore:

@@ -45,7 +45,12 @@ class Settings(BaseSettings):
     kafka_controller_port: int = 9093
     kafka_heap: str = "768m"
     redis_url: str | None = None
+    """``redis://host:port/db`` (one server) or ``redis+cluster://host:port,host:port,...`` (a Redis Cluster)."""
     redis_port: int = 6379
+    redis_wait_replicas: int = 0
+    """Redis Cluster: the online writer acknowledges a batch once this many replicas have it (``WAIT``)."""
+    redis_wait_ms: int = 100
+    """How long that ``WAIT`` may block per master before the batch is retried."""
     secure: bool = False
     """``pricestream up --secure``: Redis with ACL users per role (``default`` off)."""
     redis_admin_password: SecretStr | None = None
@@ -326,6 +331,8 @@ class Settings(BaseSettings):
             offline_root=self.offline(),
             snapshot_root=self.snapshots(),
             redis_url=self.redis(),
+            redis_wait_replicas=self.redis_wait_replicas,
+            redis_wait_ms=self.redis_wait_ms,
             kafka=self.kafka(),
             **self._redis_login(),
         )
