@@ -141,14 +141,30 @@ def _thresholds(rules_below: float | None) -> Thresholds | None:
     return Thresholds(rules_below=rules_below, heavy_above=max(DEFAULT_THRESHOLDS.heavy_above, rules_below))
 
 
-def scorer_policy(s: Scorer, source: AtRequestTime) -> Policy:
+def scorer_policy(s: Scorer, source: AtRequestTime, latencies: list[float] | None = None) -> Policy:
+    """The scorer as a simulator policy; ``latencies`` collects each decision's ``latency_ms``."""
+
     def policy(offer: Offer) -> float:
         source.now = offer.at
         request = PricingRequest(hotel_id=offer.hotel_id, room_type=offer.room_type, stay_date=offer.stay_date,
                                  nights=offer.nights, channel=offer.channel, event_time=offer.at)  # type: ignore[arg-type]
-        return s.price(request).price
+        decision = s.price(request)
+        if latencies is not None:
+            latencies.append(decision.latency_ms)
+        return decision.price
 
     return policy
+
+
+def latency_line(latencies: list[float], pricers: tuple[object, ...]) -> str:
+    """Decision latency percentiles and the bid caches' hit share, for the progress log."""
+    if not latencies:
+        return "no decisions"
+    p50, p99 = np.percentile(latencies, [50, 99])
+    hits = sum(getattr(getattr(p, "bid_cache", None), "hits", 0) for p in pricers)
+    misses = sum(getattr(getattr(p, "bid_cache", None), "misses", 0) for p in pricers)
+    share = hits / (hits + misses) if hits + misses else float("nan")
+    return f"decision latency p50 {p50:.2f} ms p99 {p99:.2f} ms over {len(latencies)}; bid cache hits {share:.1%}"
 
 
 def train(market: Market, *, start: datetime, rows: int, seed: int, work: Path) -> tuple[Path, Path]:
@@ -198,11 +214,14 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                     band = ExplorationConfig(band=args.explore, arms=5) if policy_name == "explore" else None
                     s = scorer(market, source=source, bundles=models, capacity=bid, exploration=band,
                                rules_below=args.rules_below)
-                    policy = scorer_policy(s, source)
+                    latencies: list[float] = []
+                    policy = scorer_policy(s, source, latencies)
                 out = run(market, policy, start=start, days=args.days, seed=seed, on_event=feats.add)
                 results[policy_name].append(out)
                 say(f"{name} seed {seed} {policy_name:11s} revenue {out.revenue:12,.0f} occupancy "
                     f"{out.occupancy:.3f} ADR {out.adr:7.2f} ({time.perf_counter() - t1:.1f}s)")
+                if policy_name in ("rules", "pricestream", "explore", "no_bid_price"):
+                    say(f"{name} seed {seed} {policy_name:11s} {latency_line(latencies, (s.light, s.heavy))}")
     return results
 
 

@@ -136,6 +136,82 @@ class TierPricer(Protocol):
     ) -> Quote: ...
 
 
+BID_CACHE_SIZE = 100_000
+"""Keys whose bid price a pricer keeps (a 450-day horizon x 3 room types x 6 channels x 10 hotels is 81,000)."""
+
+
+class BidCache:
+    """The last bid price per (hotel, room type, night, channel), reused while its inputs have not moved.
+
+    A bid is recomputed when the forecast it came from moves (rooms left, shoppers still to come to
+    0.1, rooms kept per booking to 0.01, the day of lead time), the search range moves, or the demand
+    curve moves by 0.001 at any price of the bid grid: the features move, the bid follows; between
+    two feature updates the dp bid (a few ms) is a dictionary read. Least recently stored keys go first
+    beyond ``size``. Thread-safe.
+
+    Example:
+        >>> cache = BidCache(size=2)
+        >>> fc = DemandForecast(10.0, 3.0, 1.0, 5.5)
+        >>> probs = np.array([0.5, 0.2])
+        >>> cache.get(("h", "r", "n", "web"), (fc, 50.0, 90.0, probs), lambda: 7.0)
+        7.0
+        >>> cache.get(("h", "r", "n", "web"), (fc, 50.0, 90.0, probs), lambda: 8.0)  # unchanged: cached
+        7.0
+        >>> moved = fc._replace(rooms_left=2.0)
+        >>> cache.get(("h", "r", "n", "web"), (moved, 50.0, 90.0, probs), lambda: 9.0)
+        9.0
+        >>> cache.hits, cache.misses
+        (1, 2)
+    """
+
+    def __init__(self, size: int = BID_CACHE_SIZE) -> None:
+        self._size = size
+        self._entries: dict[tuple[str, str, str, str], tuple[tuple[Any, ...], float]] = {}
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def signature(inputs: tuple[DemandForecast, float, float, npt.NDArray[np.float64]]) -> tuple[Any, ...]:
+        fc, low, high, probs = inputs
+        return (
+            round(fc.rooms_left, 3),
+            round(fc.views, 1),
+            round(fc.rooms_kept, 2),
+            math.floor(fc.lead_days),
+            round(low, 2),
+            round(high, 2),
+            tuple(np.round(probs, 3).tolist()),
+        )
+
+    def get(
+        self,
+        key: tuple[str, str, str, str] | None,
+        inputs: tuple[DemandForecast, float, float, npt.NDArray[np.float64]],
+        compute: Callable[[], float],
+    ) -> float:
+        """The cached bid of ``key`` if its inputs' signature is unchanged, else ``compute()`` (stored)."""
+        if key is None:
+            return compute()
+        sig = self.signature(inputs)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] == sig:
+                self.hits += 1
+                return entry[1]
+        value = compute()
+        with self._lock:
+            self.misses += 1
+            self._entries.pop(key, None)
+            self._entries[key] = (sig, value)
+            while len(self._entries) > self._size:
+                self._entries.pop(next(iter(self._entries)))
+        return value
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 class _BundlePricer:
     grid_size = LIGHT_GRID
     refine_passes = 0
@@ -181,6 +257,7 @@ class _BundlePricer:
         self._high = np.array([math.inf if b[1] is None else b[1] for b in bounds], dtype=np.float32)
         self._local = threading.local()
         self._response = PriceResponse.from_json(self._meta.get("price_response")) if price_response else None
+        self._bids = BidCache()
 
     @property
     def name(self) -> str:
@@ -339,12 +416,13 @@ class _BundlePricer:
         if extended is not None:
             demand, low, high = extended, floor, ceiling
         fc = None if self._capacity is None else forecast(request, features, self._capacity)
-        bid = None if fc is None else self._bid_price(demand, low, high, fc)
+        key = (request.hotel_id, request.room_type, request.stay_date.isoformat(), str(request.channel))
+        bid = None if fc is None else self._bid_price(demand, low, high, fc, key)
         beyond = self._capacity is not None and self._capacity.beyond_trained
         if extended is None and fc is not None and bid is not None and beyond and bid >= high:
             # the rooms are worth more than the dearest trained price: search up to the rules' ceiling
             high = ceiling
-            bid = self._bid_price(demand, low, high, fc)
+            bid = self._bid_price(demand, low, high, fc, key)
         cost = 0.0
         if bid is not None and self._capacity is not None:
             cost = cost_per_night(bid, request.nights, self._capacity)
@@ -389,14 +467,28 @@ class _BundlePricer:
         low: float,
         high: float,
         fc: DemandForecast,
+        key: tuple[str, str, str, str] | None = None,
     ) -> float | None:
-        """The bid price on the search range (``None`` if the model answers non-finite values)."""
+        """The bid price on the search range (``None`` if the model answers non-finite values).
+
+        With ``key`` (hotel, room type, night, channel) it comes from :class:`BidCache` while the
+        forecast and the demand curve it was computed from have not moved.
+        """
         grid = price_grid(low, high, BID_GRID)
         probs = np.asarray(predict(grid), dtype=np.float64).reshape(len(grid), -1).mean(axis=1)
         if not np.all(np.isfinite(probs)):
             return None
         cfg = self._capacity or DEFAULT_CAPACITY
-        return bid_price(grid, probs, fc, method=cfg.method, nights=cfg.nights_mix, holds=cfg.stays_hold_nights)
+        return self._bids.get(
+            key,
+            (fc, low, high, probs),
+            lambda: bid_price(grid, probs, fc, method=cfg.method, nights=cfg.nights_mix, holds=cfg.stays_hold_nights),
+        )
+
+    @property
+    def bid_cache(self) -> BidCache:
+        """The bid prices this pricer computed, per (hotel, room type, night, channel)."""
+        return self._bids
 
 
 class LightPricer(_BundlePricer):

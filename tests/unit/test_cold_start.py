@@ -43,3 +43,19 @@ def test_a_new_hotel_gets_a_valid_price_with_tier_and_reason(tmp_path: object) -
     assert decision.complexity > 0.45  # the reason it left the rules tier: the cold-start score
     assert decision.bid_price is None and decision.forecast_views is None  # no forecast without features
     assert not decision.degraded and decision.degraded_reason is None
+
+
+def test_stage_one_a_hotel_with_no_model_yet_gets_the_rules_price_with_the_rules_that_set_it() -> None:
+    """Cold start, stage one: no model covers the new hotel, so the rules tier prices it from its base rate."""
+    rules = RuleSet.from_yaml(
+        RULES + "base_rates:\n  - {hotel: h-new, room_type: std, rate: 180}\n"
+        "lead_time_ladder:\n  - {lead_time_at_most_days: 7, factor: 1.1}\n"
+    )
+    scorer = Scorer(ScorerConfig(stale_after_s=None), rules=rules, feature_source=MemoryFeatureSource(),
+                    light=None, heavy=None, router=TieredRouter())
+    req = PricingRequest(hotel_id="h-new", room_type="std", stay_date=NOW.date() + timedelta(days=3), event_time=NOW)
+    decision = scorer.price(req)
+    assert decision.tier == "rules" and decision.model_name is None
+    assert abs(decision.price - 198.0) < 1e-6  # its base rate 180 x the lead-time ladder's 1.1
+    assert "lead_time_ladder" in decision.rule_ids  # the reason, recorded on the decision
+    assert decision.complexity > 0.10  # cold: above the rules cut-off, a model tier would have priced it
