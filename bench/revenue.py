@@ -88,7 +88,7 @@ run = run_window
 
 
 def history(
-    market: Market, start: datetime, seed: int, method: str = "fluid", beyond: bool = False
+    market: Market, start: datetime, seed: int, method: str = "fluid", beyond: bool = False, covering: bool = False
 ) -> BidPriceConfig:
     """What a hotel knows from last year: its booking curve and cancellation rate; rooms per booking from a warm-up.
 
@@ -116,7 +116,7 @@ def history(
                           cancel_share=min(cancel_share, 0.9), method=method,
                           beyond_trained=beyond, nights_per_booking=max(float(np.mean(nights)) if nights else 1.0, 1.0),
                           nights_mix=nights_mix(nights) if nights else None,
-                          stays_hold_nights=market.config.stays_hold_nights)
+                          stays_hold_nights=market.config.stays_hold_nights, covering_stays=covering)
 
 
 def scorer(market: Market, *, source: AtRequestTime, bundles: tuple[Path, Path] | None,
@@ -189,11 +189,14 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
         f"in {time.perf_counter() - t0:.1f}s")
     with tempfile.TemporaryDirectory(prefix="bench-revenue-") as tmp:
         bundles = train(market, start=start, rows=args.rows, seed=args.market_seed, work=Path(tmp))
-        capacity = history(market, start, seed=10_000, method=args.bid_method, beyond=args.beyond_trained)
+        capacity = history(market, start, seed=10_000, method=args.bid_method, beyond=args.beyond_trained,
+                           covering=args.covering_stays)
         say(f"{name}: models trained; warm-up history: {capacity.rooms_per_booking:.2f} rooms and "
             f"{capacity.nights_per_booking:.2f} nights per booking, cancel share {capacity.cancel_share:.2f}")
         names = POLICIES + (("explore",) if args.explore else ()) + (("no_bid_price",) if args.no_bid_price else ())
-        names = tuple(n for n in names if not args.policies or n in args.policies or n == "dp")
+        names += ("covering",) if args.compare_covering else ()
+        covering = capacity.model_copy(update={"covering_stays": not capacity.covering_stays})
+        names = tuple(n for n in names if not args.policies or n in args.policies or n in ("dp", "covering"))
         results: dict[str, list[Outcome]] = {p: [] for p in names}
         for seed in range(args.seeds):
             for policy_name in names:
@@ -211,6 +214,7 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                 else:
                     models = None if policy_name == "rules" else bundles
                     bid = None if policy_name == "no_bid_price" else capacity
+                    bid = covering if policy_name == "covering" else bid
                     band = ExplorationConfig(band=args.explore, arms=5) if policy_name == "explore" else None
                     s = scorer(market, source=source, bundles=models, capacity=bid, exploration=band,
                                rules_below=args.rules_below)
@@ -220,7 +224,7 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                 results[policy_name].append(out)
                 say(f"{name} seed {seed} {policy_name:11s} revenue {out.revenue:12,.0f} occupancy "
                     f"{out.occupancy:.3f} ADR {out.adr:7.2f} ({time.perf_counter() - t1:.1f}s)")
-                if policy_name in ("rules", "pricestream", "explore", "no_bid_price"):
+                if policy_name in ("rules", "pricestream", "explore", "no_bid_price", "covering"):
                     say(f"{name} seed {seed} {policy_name:11s} {latency_line(latencies, (s.light, s.heavy))}")
     return results
 
@@ -281,6 +285,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rules-below", type=float, default=None,
                         help="router: complexity below which the rules price (default: routing's)")
     parser.add_argument("--beyond-trained", action="store_true", help="BidPriceConfig.beyond_trained")
+    parser.add_argument("--covering-stays", action="store_true", help="BidPriceConfig.covering_stays")
+    parser.add_argument("--compare-covering", action="store_true",
+                        help="also run pricestream with covering_stays flipped (policy 'covering')")
     parser.add_argument("--policies", nargs="*", default=None, help="run only these (and dp, the reference)")
     parser.add_argument("--explore", type=float, default=0.05,
                         help="also run pricestream exploring within this band, 5 arms (0: not run)")

@@ -98,10 +98,13 @@ class BidPriceConfig(BaseModel):
             ``dp`` method: a long stay pays more for the same room, so the value of the last rooms is
             that of the long stays still to come. ``None``: every stay at ``nights_per_booking``.
         stays_hold_nights: a booking holds a room on every night of its stay (a real hotel; the
-            ``resort`` and ``city`` markets): the shoppers still to come for a night are its own check-ins'
-            x ``nights_per_booking`` (the stays that will cover it), the bid is the value of one room of the
-            night (no division by the stay), and a stay's cost per night is the mean of its nights' bids
+            ``resort`` and ``city`` markets): the bid is the value of one room of the night (no division
+            by the stay), and a stay's cost per night is the mean of its nights' bids
             (:func:`cost_per_night`). ``False``: a booking takes a room of its check-in night only.
+        covering_stays: with ``stays_hold_nights``, the shoppers still to come for a night are its own
+            check-ins' x ``nights_per_booking`` (every stay that would cover it); ``False``: its own
+            check-ins' only, as the DP oracle does by default (counting the covering stays overpriced
+            there: in a market sold out months ahead most of them cannot fit).
         extrapolate: search the rules' whole band, with the demand past the model's trained price range
             continued as a logit in log price from the range's edge, its slope the model's own over the
             upper half of the range (clipped to ``slope_range``): monotone in price, and
@@ -122,6 +125,7 @@ class BidPriceConfig(BaseModel):
     nights_per_booking: float = Field(default=1.0, ge=1.0, le=60.0, allow_inf_nan=False)
     nights_mix: NightsMix | None = None
     stays_hold_nights: bool = False
+    covering_stays: bool = False
     extrapolate: bool = True
     slope_range: tuple[float, float] = (1.5, 8.0)
 
@@ -252,7 +256,7 @@ def forecast(
     cancel = config.cancel_share
     if bookings is not None and cancels is not None and bookings >= _MIN_BOOKINGS_FOR_CANCEL:
         cancel = min(max(cancels / bookings, 0.0), 0.9)
-    if config.stays_hold_nights:  # the stays checking in earlier and later that will cover this night too
+    if config.stays_hold_nights and config.covering_stays:  # the stays checking in earlier that cover it too
         views *= config.nights_per_booking
     return DemandForecast(views, left, config.rooms_per_booking * (1.0 - cancel), lead)
 

@@ -53,6 +53,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 
@@ -198,6 +199,14 @@ class DPOracle:
             lam *= cl.nights
         return lam, a
 
+    def _displacement(self, v_prev: Array) -> Callable[[int], Array]:
+        """``t -> _other(v_prev, t)``, the ``other`` argument of :func:`events.simulator.dp.solve`."""
+
+        def other(t: int) -> Array:
+            return self._other(v_prev, t)
+
+        return other
+
     def _other(self, v_prev: Array, t: int) -> Array:
         """Bid price per room of a stay's other nights, ``(nights, classes, rooms left + 1)``, at period ``t + 1``."""
         from scipy.ndimage import convolve1d
@@ -242,7 +251,7 @@ class DPOracle:
                     lo=lo,
                     hi=hi,
                     consume=self._consume,
-                    other=None if prev is None else (lambda t, p=prev: self._other(p, t)),
+                    other=None if prev is None else self._displacement(prev),
                 )
             assert v is not None
             self._values[key] = v.astype(np.float32)
@@ -334,9 +343,9 @@ class DPOracle:
                 continue
             weight, cost = _bid_prices(v_next, cl.rooms_pmf[j], float(offer.nights))
             stay = self._stay_cost(offer, h, r, lead, cl.rooms_pmf[j])
-            c = cost[0, x] if stay is None else stay
+            unit = cost[0, x] if stay is None else stay
             sig = 1.0 / (1.0 + np.exp(np.clip(cl.b[j] * np.log(grid) - a[j], -700.0, 700.0)))
-            total += mix[s] * cl.keep[j] * cl.intent[j] * sig * weight[x] * (grid - c)
+            total += mix[s] * cl.keep[j] * cl.intent[j] * sig * weight[x] * (grid - unit)
         return float(grid[int(np.argmax(total))])
 
     def bid_price(self, offer: Offer) -> float:
