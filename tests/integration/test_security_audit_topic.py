@@ -1,8 +1,9 @@
 """The audit log's anchors on the ``audit.heads`` topic of a secure stack (``secure_stack``), with its own ACL.
 
-The scorer principal publishes the anchors and cannot read them back; the admin reads them in
-``pricestream audit verify``. An editor who cuts the log, deletes its ``.head`` and cuts the
-anchor file to match leaves files that verify on their own: the topic's anchors catch it.
+The scorer principal publishes the anchors and cannot read them back; ``pricestream audit verify``
+reads them as the ``auditor`` principal, which may read that topic and nothing else. An editor
+who cuts the log, deletes its ``.head`` and cuts the anchor file to match leaves files that verify
+on their own: the topic's anchors catch it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import TopicCollection
+from confluent_kafka import KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
 
 from events.admin import create_topics
@@ -102,3 +103,31 @@ def test_the_scorer_writes_the_anchors_topic_but_cannot_read_it(settings: Settin
     publisher({"n": 1, "seq": 1, "hash": "0" * 64, "prev": "0" * 64, "at": "t", "mac": "0" * 64})
     publisher.close()
     assert publisher.failed == 1
+
+
+def test_the_auditor_reads_the_anchors_topic_and_nothing_else(settings: Settings, tmp_path: Path) -> None:
+    path = tmp_path / "audited.jsonl"
+    _write(settings, path)
+    auditor = settings.acting_as("auditor").kafka()
+    assert auditor.sasl_username == "auditor"
+    admin = AdminClient({**auditor.client_conf(), "log_level": 0})
+    topics = [auditor.topic("audit.heads"), auditor.topic("pricing.decisions")]
+    described = admin.describe_topics(TopicCollection(topics), include_authorized_operations=True)
+    allowed = {op.name for op in described[topics[0]].result(timeout=30).authorized_operations}
+    assert allowed == {"READ", "DESCRIBE"}  # no WRITE: the auditor cannot add or forge anchors
+    with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED"):
+        described[topics[1]].result(timeout=30)
+    where, anchored = read_topic_anchors(auditor, path, resolve_key(KEY))
+    assert (anchored.count, anchored.last_seq, anchored.error) == (ENTRIES // FLUSH_EVERY, ENTRIES, "")
+    assert verify(path, key=KEY, remote=(where, anchored)).ok
+    with pytest.raises(AuditLogError, match="cannot be read"):  # another topic: refused by the broker
+        read_topic_anchors(auditor, path, resolve_key(KEY), topic="pricing.decisions")
+
+    env = {**settings_env(settings), "PRICESTREAM_AUDIT_LOG": str(path)}
+    done = subprocess.run([executable(), "audit", "verify"], env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stdout + done.stderr  # the command logs in as the auditor
+    refused = subprocess.run([executable(), "audit", "verify"], env={**env, "PRICESTREAM_KAFKA_PRINCIPAL": "scorer"},
+                             capture_output=True, text=True, timeout=120, check=False)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "cannot be read" in refused.stderr

@@ -1,41 +1,38 @@
-"""The pipeline on a secure stack, one principal per process (``secure_stack``: SASL/SCRAM + ACLs, Redis users).
+"""The closed-loop demo on a secure stack, one principal per process (``secure_stack``: SASL/SCRAM + ACLs, Redis users).
 
-Every process of ``pricestream run`` runs as a :class:`~pricestream.deployment.Deployment` process
-under its own principal: the feature job (``features``; it writes Redis itself as the ``writer``
+``run_demo`` (what ``pricestream demo`` runs) on the secure stack, small (one simulated day, three
+hotels): its events are produced by the SDK as ``producer``; every process of ``pricestream run``
+runs under its own principal: the feature job (``features``; it writes Redis itself as the ``writer``
 user), ``serve`` (``scorer``, Redis user ``scorer``), the offline writer, labels, sampler, trainer and
-monitor (each checks its access with the broker at start and must report ``/healthz`` ok). An
-inventory event sent by the SDK as ``producer`` must come back as the ``rooms_left`` feature of a
-served decision. A service started with another principal is refused, naming it.
+monitor (each checks its access with the broker at start). The demo's own Feast project is granted
+to the Redis users when the deployment starts. The loop must close: decisions priced on features
+the job wrote, labels, training examples and a guarded update, the audit log intact and verified
+against the ``audit.heads`` topic by the ``auditor`` principal. A service or the feature job started
+with another principal is refused, naming what it lacks.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
-import time
 import uuid
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import httpx
 import pytest
 
-from events.admin import create_topics
-from events.models import InventoryEvent
-from events.producer import Producer
 from infra.config import StackConfig
-from pricestream.deployment import Deployment, free_ports, settings_env
+from pricestream.demo import DemoReport, run_demo
+from pricestream.deployment import DEPLOYMENT_FILE, free_ports, settings_env
 from pricestream.settings import Settings
 from pricestream.supervision import executable
+from pricing.audit import verify
 from tests.integration._http_serve import free_port
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.flink]
 
-SKIP: frozenset[str] = frozenset()
-READY_S = 240.0
-FEATURE_WAIT_S = 120.0
-"""Bounds on waiting (JVM start on a loaded 2-core host), not performance figures."""
-HOTEL, STAY = f"hsec{uuid.uuid4().hex[:6]}", datetime.now(tz=UTC).date() + timedelta(days=30)
+PRINCIPALS = {"features": "features", "offline-writer": "offline-writer", "serve": "scorer", "labels": "labels",
+              "sampler": "sampler", "trainer": "trainer", "monitor": "monitor"}
+"""Each program of the deployment and the Kafka principal it must run as."""
 
 
 def _settings(stack: StackConfig, state_dir: Path) -> Settings:
@@ -45,67 +42,77 @@ def _settings(stack: StackConfig, state_dir: Path) -> Settings:
         kafka_controller_port=stack.kafka_controller_port, redis_port=stack.redis_port, secure=True,
         kafka_passwords=stack.kafka_passwords, redis_admin_password=pw["admin"],
         redis_scorer_password=pw["scorer"], redis_writer_password=pw["writer"],
-        feast_project=stack.feature_project, topic_prefix=f"t{uuid.uuid4().hex[:8]}-", http_port=free_port(),
-        ops_base_port=free_ports("127.0.0.1", 6), bootstrap_rows=200, grace_s=15.0,
-        job_idle_timeout_ms=1000,
+        http_port=free_port(), ops_base_port=free_ports("127.0.0.1", 6), grace_s=15.0,
+        audit_key=f"secure-loop-{uuid.uuid4().hex}",
     )
 
 
 @pytest.fixture(scope="module")
-def deployment(secure_stack: StackConfig, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    from feedback.registry import ModelRegistry
-    from pricestream.wiring import BootstrapModels, ensure_models
-
-    s = _settings(secure_stack, tmp_path_factory.mktemp("secure-loop"))
-    create_topics(s.kafka())  # as the admin (no principal given): services may not create topics
-    ensure_models(ModelRegistry(s.registry()), seed=7, rows=200,
-                  models=BootstrapModels(light_trees=5, heavy_members=2, heavy_trees=5))
-    run = Deployment(s, skip=SKIP)
-    run.start()  # applies the services' ACLs on this prefix, as the admin
-    try:
-        run.wait_ready(timeout_s=READY_S)
-        yield run
-    finally:
-        run.stop()
+def demo(secure_stack: StackConfig, tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, DemoReport]:
+    """The demo's run once on the secure stack: the settings of its deployment and its report."""
+    home = _settings(secure_stack, tmp_path_factory.mktemp("secure-demo"))
+    report = run_demo(home, days=1, hotels=3, seed=11)
+    recorded = json.loads((home.data_dir / DEPLOYMENT_FILE).read_text())["settings"]
+    assert report.state_dir is not None
+    run = home.model_copy(update={"state_dir": report.state_dir, "topic_prefix": recorded["topic_prefix"],
+                                  "feast_project": recorded["feast_project"]})
+    return run, report
 
 
-def _price(run: Deployment) -> dict:
-    body = {"hotel_id": HOTEL, "room_type": "std", "stay_date": STAY.isoformat(), "nights": 1,
-            "event_time": datetime.now(tz=UTC).isoformat()}
-    response = httpx.post(f"{run.base_url}/v1/price", json=body, timeout=30.0)
-    assert response.status_code == 200, response.text
-    return dict(response.json())
+def test_the_demo_loop_closes_with_one_principal_per_process(demo: tuple[Settings, DemoReport]) -> None:
+    run, report = demo
+    assert report.unclean == {}
+    conf = (run.state_dir / "run" / "supervisord.conf").read_text()
+    for program, principal in PRINCIPALS.items():
+        section = conf.split(f"[program:{program}]", 1)[1].split("[program:", 1)[0]
+        assert f"PRICESTREAM_KAFKA_PRINCIPAL=\"{principal}\"" in section or \
+            f"PRICESTREAM_KAFKA_PRINCIPAL={principal}" in section, (program, section[:600])
+    assert next(iter(run.kafka_passwords.values())).get_secret_value() not in conf  # names only, never a secret
+
+    audit = run.audit()
+    audited = verify(audit, key=run.audit_key)
+    assert audited.ok and audited.entries == report.decisions > 0
+    entries = [json.loads(line) for line in audit.read_text().splitlines()]
+    priced = [e for e in entries if e["decision"]["feature_version"] is not None and not e["decision"]["degraded"]]
+    # the scorer's Redis user read hashes the job wrote as the writer user, from the producer's events
+    assert len(priced) > len(entries) // 2, (len(priced), len(entries))
+    assert report.labels > 0 and 0 < report.training_examples <= report.labels
+    # the trainer (reading training.examples as itself) made a guarded update: registered or rejected with a reason
+    assert len(report.model_versions) + len(report.rejections) > 2, (report.model_versions, report.rejections)
+    assert all(reason for reason in report.rejections)
 
 
-def test_an_event_from_the_producer_principal_is_priced_with_features_read_as_the_scorer(
-    deployment: Deployment,
+def test_audit_verify_checks_the_run_against_the_anchors_topic_as_the_auditor(
+    demo: tuple[Settings, DemoReport],
 ) -> None:
-    s = deployment.settings
-    producer_login = s.acting_as("producer").kafka()
-    assert producer_login.sasl_username == "producer"
-    event = InventoryEvent(hotel_id=HOTEL, room_type="std", stay_date=STAY, rooms_left=7, capacity=40)
-    with Producer(producer_login, topic="behaviour.events") as producer:
-        producer.send(event)
-    assert producer.stats.delivered == 1, producer.stats.errors
-
-    deadline = time.monotonic() + FEATURE_WAIT_S
-    decision = _price(deployment)
-    while decision["features"].get("rooms_left") != 7.0 and time.monotonic() < deadline:
-        time.sleep(1.0)
-        decision = _price(deployment)
-    logs = s.state_dir / "run" / "logs"
-    assert decision["features"].get("rooms_left") == 7.0, (decision, [
-        (p.name, p.read_text()[-1500:]) for p in sorted(logs.glob("*.err"))])
-    assert decision["features"].get("capacity") == 40.0
-    assert decision["degraded"] is False  # the scorer's Redis user read the hash the writer's user wrote
+    run, _ = demo
+    done = subprocess.run([executable(), "audit", "verify"], env=settings_env(run), capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "last intact entry" in done.stdout
 
 
-def test_a_service_started_with_another_principal_is_refused_naming_what_it_lacks(deployment: Deployment) -> None:
-    env = {**settings_env(deployment.settings), "PRICESTREAM_KAFKA_PRINCIPAL": "scorer", "PRICESTREAM_OPS_PORT": "0"}
+def test_a_service_started_with_another_principal_is_refused_naming_what_it_lacks(
+    demo: tuple[Settings, DemoReport],
+) -> None:
+    run, _ = demo
+    env = {**settings_env(run), "PRICESTREAM_KAFKA_PRINCIPAL": "scorer", "PRICESTREAM_OPS_PORT": "0"}
     done = subprocess.run([executable(), "services", "run", "trainer"], env=env, capture_output=True, text=True,
                           timeout=120, check=False)
     assert done.returncode == 1, done.stdout + done.stderr
-    prefix = deployment.settings.topic_prefix
-    assert f"kafka principal 'scorer' (service trainer): topic '{prefix}training.examples" in done.stderr
+    assert f"kafka principal 'scorer' (service trainer): topic '{run.topic_prefix}training.examples" in done.stderr
     assert "TOPIC_AUTHORIZATION_FAILED" in done.stderr
-    assert next(iter(deployment.settings.kafka_passwords.values())).get_secret_value() not in done.stderr
+    assert next(iter(run.kafka_passwords.values())).get_secret_value() not in done.stderr
+
+
+def test_the_feature_job_started_with_another_principal_is_refused_before_its_jvm(
+    demo: tuple[Settings, DemoReport],
+) -> None:
+    run, _ = demo
+    env = {**settings_env(run), "PRICESTREAM_KAFKA_PRINCIPAL": "scorer"}
+    done = subprocess.run([executable(), "jobs", "run", "features"], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"kafka principal 'scorer' (service features): topic '{run.topic_prefix}behaviour.events" in done.stderr
+    assert "TOPIC_AUTHORIZATION_FAILED" in done.stderr
+    assert "no checkpoint restored" not in done.stderr  # stopped before the job was set up
