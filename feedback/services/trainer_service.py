@@ -165,15 +165,22 @@ class TrainerService(Step[TrainingExample]):
         runtime: runtime settings (``None``: :func:`runtime_config` of ``config``).
         registry: Prometheus registry of the runtime's series.
         stop_event: set it to stop :meth:`run` after the batch in hand.
+        models: the model registry at ``config.registry_root`` to register into (``None``: a plain one).
+            The composition root passes one whose ``on_change`` publishes every registration and
+            ``auto_promote`` promotion on the control topic (``pricestream.control.open_registry``).
     """
 
     def __init__(self, config: TrainerServiceConfig, *, snapshot: SnapshotSource,
                  runtime: RuntimeConfig | None = None, registry: CollectorRegistry | None = None,
                  stop_event: threading.Event | None = None,
-                 on_registered: Callable[[str], str] | None = None) -> None:
+                 on_registered: Callable[[str], str] | None = None, models: ModelRegistry | None = None) -> None:
         self.config = config
         self.on_registered = on_registered
-        self.registry = ModelRegistry(config.registry_root)
+        if models is not None and models.root.resolve() != config.registry_root.resolve():
+            msg = (f"models: got the registry at {str(models.root)!r}, expected the one at "
+                   f"registry_root={str(config.registry_root)!r}")
+            raise FeedbackError(msg)
+        self.registry = models if models is not None else ModelRegistry(config.registry_root)
         self._snapshot = snapshot
         config.state_dir.mkdir(parents=True, exist_ok=True)
         self.online = OnlineDemandModel(config.online)
@@ -346,15 +353,16 @@ def run(
     runtime: RuntimeConfig | None = None,
     registry: CollectorRegistry | None = None,
     on_registered: Callable[[str], str] | None = None,
+    models: ModelRegistry | None = None,
 ) -> TrainerRunStats:
     """Run the trainer until ``stop_event`` is set or ``training.examples`` was idle for ``max_idle_s``.
 
     ``on_registered`` (when ``auto_promote`` is off) gets each version that passed the gate and says
-    what it did with it (``"promoted"``, or e.g. ``"rollout"``).
+    what it did with it (``"promoted"``, or e.g. ``"rollout"``). ``models``: see :class:`TrainerService`.
     """
     rc = runtime or runtime_config(config, max_idle_s=max_idle_s)
     service = TrainerService(config, snapshot=snapshot, runtime=rc, registry=registry, stop_event=stop_event,
-                             on_registered=on_registered)
+                             on_registered=on_registered, models=models)
     totals = service.runtime.run()
     out = service.totals
     out.batches, out.consumed, out.elapsed_s = totals.batches, totals.consumed, totals.busy_s

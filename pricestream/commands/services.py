@@ -153,9 +153,11 @@ def _trainer(o: Options, stop: threading.Event) -> Any:
         guard=guard, poison=poison,
     )
     from pricestream.app import promote_trained  # swap or rollout, per settings.trainer_promotion
+    from pricestream.control import open_registry  # registrations published on control.v1 (Kafka control plane)
 
     return svc.run(config, snapshot=lambda: newest_training_snapshot(s), stop_event=stop,
-                   runtime=svc.runtime_config(config, **o.runtime), on_registered=lambda v: promote_trained(s, v))
+                   runtime=svc.runtime_config(config, **o.runtime), on_registered=lambda v: promote_trained(s, v),
+                   models=open_registry(s))
 
 
 def _monitor(o: Options, stop: threading.Event) -> Any:
