@@ -1,14 +1,18 @@
 """Druid on real services: Kafka supervisor ingestion, analyst SQL on Druid vs DuckDB, backfill.
 
 Starts its own Druid (assembled from Maven Central into the stack's cache) on test ports in a
-temporary state dir, ingests once per module from uuid-named topics on the project's Kafka,
-and checks the results against figures computed here from the rows produced.
+temporary state dir, ingests once per module from uuid-named topics on the secure stack's Kafka
+(``secure_stack``: SASL/SCRAM and ACLs), and checks the results against figures computed here from
+the rows produced. The test records are written as the admin; the supervisors are submitted by
+``pricestream druid ingest``, so Druid's Kafka consumers log in as the ``druid`` principal, whose
+ACLs allow reading ``features.v1`` and ``behaviour.events`` only.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,7 +35,10 @@ from features.backfill import Entity, backfill, offline_rows
 from infra import druid_stack
 from infra.config import StackConfig
 from infra.druid.config import DruidPorts, DruidSettings
-from infra.druid.supervisors import submit_supervisors, terminate_supervisor
+from infra.druid.supervisors import terminate_supervisor
+from pricestream.deployment import settings_env
+from pricestream.settings import Settings
+from pricestream.supervision import executable
 
 pytestmark = [pytest.mark.integration, pytest.mark.druid]
 
@@ -94,17 +101,38 @@ def _behaviour_events() -> list[bytes]:
 
 
 @pytest.fixture(scope="module")
-def kafka(request: pytest.FixtureRequest) -> KafkaConfig:
-    """The project's Kafka (local stack) with a topic prefix private to this module.
+def kafka_settings(request: pytest.FixtureRequest) -> Settings:
+    """Settings of the secure stack's Kafka (as its admin) with a topic prefix private to this module.
 
-    ``PRICESTREAM_TEST_KAFKA_BOOTSTRAP`` points the module at another running broker instead.
+    The services' ACLs (the ``druid`` principal's among them) are applied on that prefix, as
+    ``pricestream run`` does. ``PRICESTREAM_TEST_KAFKA_BOOTSTRAP`` points the module at another running
+    (plaintext) broker instead.
     """
+    from infra.kafka_security import apply_acls
+
     prefix = f"t{uuid.uuid4().hex[:10]}-"
     external = os.environ.get("PRICESTREAM_TEST_KAFKA_BOOTSTRAP")
     if external:
-        return KafkaConfig(bootstrap_servers=external, topic_prefix=prefix)
-    stack: StackConfig = request.getfixturevalue("stack")
-    return KafkaConfig(bootstrap_servers=stack.kafka_bootstrap, topic_prefix=prefix)
+        return Settings(kafka_bootstrap=external, topic_prefix=prefix)
+    stack: StackConfig = request.getfixturevalue("secure_stack")
+    apply_acls(stack, prefix)
+    return Settings(state_dir=stack.state_dir, cache_dir=stack.cache_dir, kafka_port=stack.kafka_port,
+                    kafka_controller_port=stack.kafka_controller_port, secure=True,
+                    kafka_passwords=stack.kafka_passwords, topic_prefix=prefix)
+
+
+@pytest.fixture(scope="module")
+def kafka(kafka_settings: Settings) -> KafkaConfig:
+    return kafka_settings.kafka()
+
+
+def _ingest_by_command(settings: Settings, druid_url: str) -> list[str]:
+    """``pricestream druid ingest`` on ``settings``: the supervisors log in as the ``druid`` principal."""
+    done = subprocess.run([executable(), "druid", "ingest", "--druid-url", druid_url], env=settings_env(settings),
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    listed = done.stdout.split("supervisors running:", 1)[1].split("(Druid at", 1)[0]
+    return [name.strip() for name in listed.split(",")]
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +148,7 @@ def druid(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DruidSettings]:
 
 @pytest.fixture(scope="module")
 def ingested(
-    druid: DruidSettings, kafka: KafkaConfig, tmp_path_factory: pytest.TempPathFactory
+    druid: DruidSettings, kafka_settings: Settings, kafka: KafkaConfig, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, object]]:
     rows = _feature_rows()
     events = _behaviour_events()
@@ -139,7 +167,8 @@ def ingested(
         producer.produce(kafka.topic("behaviour.events"), raw, key=json.loads(raw)["hotel_id"])
     if producer.flush(30) != 0:
         pytest.fail("Kafka did not acknowledge every test record within 30 s")
-    ids = submit_supervisors(druid.sql_url, kafka.bootstrap_servers, topic_prefix=kafka.topic_prefix)
+    ids = _ingest_by_command(kafka_settings, druid.sql_url)
+    assert sorted(ids) == ["behaviour_events", "features_v1"]
     _wait_count(druid.sql_url, "features_v1", "COUNT(*)", len(rows))
     _wait_count(druid.sql_url, "behaviour_events", "SUM(events)", len(events))
     offline = tmp_path_factory.mktemp("offline")
