@@ -69,7 +69,9 @@ def pyflink_lib() -> Path:
 
 
 def build_udf(config: StackConfig) -> Path:
-    """Compile ``pipelines/udf`` against PyFlink's jars and Jedis into one jar; rebuilt only when an input changes.
+    """Compile ``pipelines/udf`` (against PyFlink's jars and the Kafka connector) and Jedis into one jar.
+
+    Rebuilt only when an input changes.
 
     javac, not Maven: the Flink jars are the ones the job runs on, which rules out a version
     mismatch. The Redis client's classes (bundle ``redis``) are packed into the jar, so the job has
@@ -88,7 +90,9 @@ def build_udf(config: StackConfig) -> Path:
     if jar.exists() and marker.exists() and marker.read_text() == digest:
         return jar
     lib = pyflink_lib()
-    classpath = ":".join(str(p) for p in [*sorted(lib.glob("flink-*.jar")), *packed])
+    # The Kafka connector is on the job's pipeline.jars beside this jar: compiled against, not packed.
+    provided = [*sorted(lib.glob("flink-*.jar")), config.flink_kafka_connector_jar]
+    classpath = ":".join(str(p) for p in [*provided, *packed])
     javac, jar_tool = require("javac", "a JDK 17 (javac)"), require("jar", "a JDK 17 (jar)")
     jar.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as classes:

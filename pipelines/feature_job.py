@@ -24,12 +24,12 @@ from pyflink.util.java_utils import add_jars_to_context_class_loader
 from events.contract import encoded_job_spec
 from pipelines.config import FeatureJobConfig
 from pipelines.feature_sql import (
+    DEAD_LETTERS_VIEW,
     PARSED_ROWTIME,
     TILE_VALUES_VIEW,
     all_statements,
-    inventory_query,
     parsed_query,
-    tile_input_query,
+    source_spec,
     tile_spec,
 )
 
@@ -79,39 +79,40 @@ def job_configuration(config: FeatureJobConfig) -> Configuration:
 
 
 def build_feature_job(env: StreamTableEnvironment, config: FeatureJobConfig) -> StatementSet:
-    """Register source, views and sinks on ``env``; return the job's statement set."""
+    """Register the source side, the sinks and the views on ``env``; return the job's statement set."""
     ddl, inserts = all_statements(config)
-    for statement in ddl[:-2]:  # functions, source, sinks
+    for statement in ddl:  # features.v1, the DLQ, Redis
         env.execute_sql(statement)
-    register_parsed(env)
-    for statement in ddl[-2:]:  # parsed → classified (DLQ), parsed → valid
-        env.execute_sql(statement)
-    register_tiles(env, config)
+    register_source(env, config)
     job = env.create_statement_set()
     for statement in inserts:  # DLQ, the value rows (tiles and inventory) to features.v1 and Redis
         job.add_insert_sql(statement)
     return job
 
 
-def register_tiles(env: StreamTableEnvironment, config: FeatureJobConfig) -> None:
-    """``tile_values``: the valid events through the JVM tile operator (``TileJob.java``), one row per changed view.
+def register_source(env: StreamTableEnvironment, config: FeatureJobConfig) -> None:
+    """The JVM source side (``SourceJob.java``) into the tile operator (``TileJob.java``), as two views.
 
-    The operator is a keyed process function per entity group; SQL cannot keep a key's tiles, merge
-    them on a flush timer and drop the ones that left every window, so the job crosses into the
-    DataStream API for it (all on the JVM: PyFlink only wires the Java objects).
+    Kafka records are parsed once, validated, stamped with event time and watermarks, and split into
+    valid events, inventory rows and dead letters, all in the source's task; the valid events go,
+    keyed per entity group, to the tile operators. SQL cannot keep a key's tiles, merge them on a
+    flush timer and drop the ones that left every window, so the job is DataStream code up to its
+    sinks (all on the JVM: PyFlink only wires the Java objects). Registers
+    :data:`~pipelines.feature_sql.TILE_VALUES_VIEW` (tiles and inventory) and
+    :data:`~pipelines.feature_sql.DEAD_LETTERS_VIEW`.
     """
-    valid = env.to_data_stream(env.sql_query(tile_input_query()))
-    inventory = env.to_data_stream(env.sql_query(inventory_query()))
     add_jars_to_context_class_loader([config.functions_jar.resolve().as_uri()])  # the client's view of the jar
-    tile_job = get_gateway().jvm.io.pricestream.flink.TileJob
-    rows = tile_job.union(tile_job.apply(valid._j_data_stream, tile_spec(config)), inventory._j_data_stream)
+    flink = get_gateway().jvm.io.pricestream.flink
+    source = flink.SourceJob.build(env._j_tenv.execEnv(), source_spec(config))
+    rows = flink.TileJob.union(flink.TileJob.apply(source.valid(), tile_spec(config)), source.inventory())
     env.create_temporary_view(TILE_VALUES_VIEW, env.from_data_stream(DataStream(rows)))
+    env.create_temporary_view(DEAD_LETTERS_VIEW, env.from_data_stream(DataStream(source.dlq())))
 
 
 def register_parsed(env: StreamTableEnvironment) -> None:
-    """``parsed``: the parse, computed once per event, behind a DataStream boundary (on the JVM).
+    """``parsed``: the SQL parse of the old design (``bench/over_job.py``), behind a DataStream boundary.
 
-    Without the boundary the planner inlines the lateral parse into each of the seven readers.
+    Without the boundary the planner inlines the lateral parse into each of its readers.
     The rowtime and the source's watermarks cross it (``SOURCE_WATERMARK()``).
     """
     stream = env.to_data_stream(env.sql_query(parsed_query()))

@@ -172,8 +172,7 @@ def _late(config: FeatureJobConfig) -> str:
 def classified_view(config: FeatureJobConfig) -> str:
     """The rows that fail the contract or come late, with ``reason`` and ``error_class`` for the DLQ headers."""
     late = _late(config)
-    why = (f"late event: event_time more than the allowed lateness ({config.allowed_lateness_ms} ms) behind "
-           f"the watermark (out-of-orderness {config.out_of_orderness_ms} ms)")
+    why = late_reason(config)
     return f"""
 CREATE TEMPORARY VIEW classified AS
 SELECT payload, dlq_payload, payload_bytes, src_topic, src_partition, src_offset, error_field,
@@ -245,6 +244,38 @@ def tile_input_query() -> str:
     return f"SELECT {', '.join(tile_columns())} FROM valid"
 
 
+def late_reason(config: FeatureJobConfig) -> str:
+    """The ``error_message`` of a late event's dead letter."""
+    return (f"late event: event_time more than the allowed lateness ({config.allowed_lateness_ms} ms) behind "
+            f"the watermark (out-of-orderness {config.out_of_orderness_ms} ms)")
+
+
+def source_spec(config: FeatureJobConfig) -> str:
+    """JSON of ``SourceJob.java``: the Kafka source, its watermarks, the contract, the lateness and the columns.
+
+    The source reads raw bytes, so that malformed JSON and invalid UTF-8 reach the DLQ; each record is
+    parsed once, by the contract's rules (``ParseEvent.java``), with the same spec as the SDK's.
+    """
+    from events.contract import encoded_job_spec
+
+    return json.dumps({
+        "bootstrap": config.bootstrap_servers,
+        "topic": config.topic(config.source_topic),
+        "group_id": config.group_id,
+        "properties": {"isolation.level": "read_committed", "auto.offset.reset": "earliest",
+                       **config.kafka_properties},
+        "startup": config.startup,
+        "bounded": config.bounded,
+        "out_of_orderness_ms": config.out_of_orderness_ms,
+        "idle_timeout_ms": config.idle_timeout_ms,
+        "watermark_emit": config.watermark_emit,
+        "allowed_lateness_ms": config.allowed_lateness_ms,
+        "late_reason": late_reason(config),
+        "contract": encoded_job_spec(config.hotels),
+        "columns": list(tile_columns()),
+    })
+
+
 def tile_spec(config: FeatureJobConfig) -> str:
     """JSON of the windowed views for ``TileSpec.java``: input columns, entity groups, tiles, partials, features.
 
@@ -293,14 +324,17 @@ def tile_values_insert() -> str:
     return f"INSERT INTO features_sink SELECT * FROM {TILE_VALUES_VIEW}"
 
 
+DEAD_LETTERS_VIEW = "dead_letters"
+"""The source's refused and late records with their headers (:func:`pipelines.feature_job.register_source`)."""
+
+
 def all_statements(config: FeatureJobConfig) -> tuple[list[str], list[str]]:
-    """(DDL and views, INSERTs) of the whole job; ``parsed``, which the last two views read, is registered
-    between them and the rest (:func:`pipelines.feature_job.register_parsed`), and the tile operator's
-    view (:data:`TILE_VALUES_VIEW`) after them (:func:`pipelines.feature_job.register_tiles`)."""
+    """(sink DDL, INSERTs) of the whole job. The INSERTs read the views that
+    :func:`pipelines.feature_job.register_source` registers: the dead letters (:data:`DEAD_LETTERS_VIEW`)
+    and the value rows of the tile operator and the inventory (:data:`TILE_VALUES_VIEW`)."""
     online = [online_sink_ddl(config)] if config.online is not None else []
-    ddl = [*function_ddl(), source_ddl(config), features_sink_ddl(config), dlq_sink_ddl(config), *online,
-           classified_view(config), valid_view(config)]
-    inserts = [dlq_insert(), tile_values_insert()]
+    ddl = [features_sink_ddl(config), dlq_sink_ddl(config), *online]
+    inserts = [f"INSERT INTO dlq_sink SELECT payload, headers FROM {DEAD_LETTERS_VIEW}", tile_values_insert()]
     if config.online is not None:
         inserts.append(f"INSERT INTO online_sink SELECT * FROM {TILE_VALUES_VIEW}")
     return ddl, inserts

@@ -43,7 +43,7 @@ import org.apache.flink.types.Row;
 public class ParseEvent extends TableFunction<Row> {
 
     public static final String SPEC_PARAMETER = "pricestream.contract";
-    private static final int ARITY = 19;
+    static final int ARITY = 19;
 
     private transient JsonMapper mapper;
     private transient Map<String, List<FieldRule>> types;
@@ -95,6 +95,11 @@ public class ParseEvent extends TableFunction<Row> {
         if (encoded == null) {
             throw new IllegalStateException("job parameter " + SPEC_PARAMETER + " (the contract spec) is not set");
         }
+        configure(encoded);
+    }
+
+    /** Compile the contract spec ({@code events.contract.encoded_job_spec}); {@link #open} and {@link SourceJob} call it. */
+    public void configure(String encoded) throws java.io.IOException {
         mapper = JsonMapper.builder()
             .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)  // NaN is a number the rules refuse, as pydantic does
             .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
@@ -159,12 +164,20 @@ public class ParseEvent extends TableFunction<Row> {
     }
 
     public void eval(byte[] payload) {
-        Row row = new Row(ARITY);
+        collect(parseRow(payload, ARITY));
+    }
+
+    /**
+     * The row {@link #eval} emits, in a row of {@code arity} fields (at least {@link #ARITY}: the caller's own
+     * columns follow the parser's).
+     */
+    Row parseRow(byte[] payload, int arity) {
+        Row row = new Row(arity);
         try {
             JsonNode event = parse(payload);
             check(event, row);
         } catch (Invalid invalid) {
-            row = new Row(ARITY);
+            row = new Row(arity);
             row.setField(0, invalid.getMessage());
             row.setField(1, invalid.field);
             row.setField(2, invalid.errorClass);
@@ -173,7 +186,7 @@ public class ParseEvent extends TableFunction<Row> {
             }
         }
         row.setField(16, payload == null ? 0 : payload.length);
-        collect(row);
+        return row;
     }
 
     private JsonNode parse(byte[] payload) throws Invalid {
