@@ -359,7 +359,10 @@ def serve_http(path: ServingPath, *, host: str, port: int, service: ServiceConfi
     previous = signal.signal(signal.SIGTERM, _stopped) if threading.current_thread() is threading.main_thread() \
         else None
     try:
-        uvicorn.run(http_app(path, service), host=host, port=port, log_level="warning")
+        tls = service is not None and service.tls_cert is not None  # HTTPS only: no plain listener
+        uvicorn.run(http_app(path, service), host=host, port=port, log_level="warning",
+                    ssl_certfile=str(service.tls_cert) if tls and service else None,
+                    ssl_keyfile=str(service.tls_key) if tls and service else None)
     finally:
         if ops_server is not None:
             ops_server.should_exit = True

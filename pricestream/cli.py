@@ -277,7 +277,7 @@ def serve(
     health = path.scorer.health()
     bind_host, bind_port = host or s.http_host, port or s.http_port
     err.print(
-        f"serving on http://{bind_host}:{bind_port}  light {health['light']['version']}, "
+        f"serving on {service.scheme}://{bind_host}:{bind_port}  light {health['light']['version']}, "
         f"heavy {health['heavy']['version']}, rollout {health['rollout']['stage']}; "
         f"audit log: {s.audit() if audit else 'off'}; decisions to {s.kafka().topic('pricing.decisions')}"
     )

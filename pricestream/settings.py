@@ -107,6 +107,10 @@ class Settings(BaseSettings):
     """API keys, hashed (``pricestream keys add``); default ``<state>/secrets/api-keys.json``."""
     http_rate_limit: str = "200/second;5000/minute"
     """Per-client limits while security is on (``limits`` notation); above them a request gets 429."""
+    http_tls_cert: Path | None = None
+    """PEM certificate (chain) of ``serve``'s pricing port: with ``http_tls_key`` it speaks HTTPS only."""
+    http_tls_key: Path | None = None
+    """Unencrypted PEM private key of ``http_tls_cert``."""
     http_ops_port: int | None = Field(default=None, gt=0, lt=65536)
     """Serve ``/healthz`` and ``/metrics`` on this port (at ``ops_host``) instead of the pricing port."""
     feast_project: str = "pricestream"
@@ -290,7 +294,8 @@ class Settings(BaseSettings):
         return ServiceConfig(max_body_bytes=self.http_max_body_bytes, max_batch=self.http_max_batch,
                              keys_file=self.keys_file() if secure else None,
                              rate_limit=self.http_rate_limit if secure else None,
-                             ops_routes=self.http_ops_port is None)
+                             ops_routes=self.http_ops_port is None,
+                             tls_cert=self.http_tls_cert, tls_key=self.http_tls_key)
 
     def audit_topic_anchors(self) -> bool:
         """Whether audit anchors go to (and are verified against) the ``audit.heads`` topic."""

@@ -56,7 +56,7 @@ from fastapi import FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -101,6 +101,12 @@ class ServiceConfig(BaseModel):
         keys_file: API keys file (:class:`~pricing.auth.KeyStore`); None: ``/v1/`` needs no key.
         rate_limit: per-client limits (``"100/second;2000/minute"``); None: unlimited.
         ops_routes: serve ``/healthz`` and ``/metrics`` here (False: they live on :func:`create_ops_app`).
+        tls_cert: PEM certificate of the pricing port; with ``tls_key`` the server speaks HTTPS only.
+        tls_key: its unencrypted PEM private key.
+
+    Example:
+        >>> ServiceConfig().scheme, ServiceConfig(tls_cert=Path("c.pem"), tls_key=Path("k.pem")).scheme
+        ('http', 'https')
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -112,6 +118,24 @@ class ServiceConfig(BaseModel):
     keys_file: Path | None = None
     rate_limit: str | None = None
     ops_routes: bool = True
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> ServiceConfig:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            msg = (f"tls_key: got {self.tls_key}, expected the private key of tls_cert {self.tls_cert} "
+                   "(PRICESTREAM_HTTP_TLS_KEY), or neither")
+            if self.tls_cert is None:
+                msg = (f"tls_cert: got None, expected the certificate of tls_key {self.tls_key} "
+                       "(PRICESTREAM_HTTP_TLS_CERT), or neither")
+            raise ValueError(msg)
+        return self
+
+    @property
+    def scheme(self) -> str:
+        """``https`` with a certificate, else ``http``."""
+        return "http" if self.tls_cert is None else "https"
 
 
 class _Guard:

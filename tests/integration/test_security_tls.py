@@ -1,19 +1,28 @@
-"""TLS on a secure stack's Kafka listener: SASL_SSL with a certificate from settings.
+"""TLS on a secure stack's Kafka listener (SASL_SSL) and on ``serve``'s HTTP port, with certificates from settings.
 
 A real Kafka broker started by ``infra.kafka`` with ``kafka_tls_cert``/``kafka_tls_key`` (a
 self-signed certificate for 127.0.0.1 made here with ``cryptography``). A client that trusts the
 certificate logs in and produces; one without the CA, or speaking SASL_PLAINTEXT, is refused.
+A real ``pricestream serve`` with ``PRICESTREAM_HTTP_TLS_CERT``/``_KEY`` prices over HTTPS for a client
+with the CA; plain HTTP on that port and a client without the CA get no answer.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import os
 import secrets
+import signal
+import ssl
+import subprocess
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -25,7 +34,7 @@ from pydantic import SecretStr
 
 from infra import kafka, kafka_security
 from infra.config import StackConfig
-from tests.integration._http_serve import free_port
+from tests.integration._http_serve import PRICESTREAM, START_WAIT_S, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -94,3 +103,57 @@ def test_clients_without_the_ca_or_without_tls_are_refused(tls: StackConfig) -> 
     assert _connects(with_ca)
     assert [_connects(no_ca) for _ in range(ATTEMPTS)] == [False] * ATTEMPTS
     assert [_connects(plain) for _ in range(ATTEMPTS)] == [False] * ATTEMPTS
+
+
+@pytest.fixture(scope="module")
+def https_serve(stack: StackConfig, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A real ``pricestream serve`` with ``PRICESTREAM_HTTP_TLS_CERT``/``_KEY``: its base URL and the CA."""
+    state = tmp_path_factory.mktemp("tls-http")
+    cert, key = _self_signed(state, "127.0.0.1")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRICESTREAM_")} | {
+        "PRICESTREAM_STATE_DIR": str(state), "PRICESTREAM_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
+        "PRICESTREAM_REDIS_URL": stack.redis_url, "PRICESTREAM_TOPIC_PREFIX": f"t{uuid.uuid4().hex[:10]}-",
+        "PRICESTREAM_HTTP_PORT": str(port), "PRICESTREAM_BOOTSTRAP_ROWS": "200", "PRICESTREAM_AUDIT": "false",
+        "PRICESTREAM_HTTP_TLS_CERT": str(cert), "PRICESTREAM_HTTP_TLS_KEY": str(key)}
+    log = state / "serve.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen([PRICESTREAM, "serve"], env=env, stdout=sink, stderr=subprocess.STDOUT)
+        base = f"https://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + START_WAIT_S
+            while not _answers(f"{base}/openapi.json", cert):
+                assert proc.poll() is None, log.read_text(errors="replace")[-2000:]
+                assert time.monotonic() < deadline, log.read_text(errors="replace")[-2000:]
+                time.sleep(0.3)
+            yield base, cert
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+    assert "serving on https://127.0.0.1" in log.read_text(errors="replace")
+
+
+def _answers(url: str, ca: Path) -> bool:
+    try:
+        return httpx.get(url, verify=ssl.create_default_context(cafile=str(ca)), timeout=2.0).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def test_serve_speaks_https_to_a_client_with_the_ca_and_refuses_plain_http(https_serve: tuple[str, Path]) -> None:
+    base, ca = https_serve
+    trusted = ssl.create_default_context(cafile=str(ca))
+    body = {"hotel_id": "h1", "room_type": "std", "stay_date": "2027-01-15", "nights": 2}
+    priced = httpx.post(f"{base}/v1/price", json=body, verify=trusted, timeout=30.0)
+    assert priced.status_code == 200, priced.text
+    assert priced.json()["price"] > 0
+    plain = base.replace("https://", "http://")
+    refused = 0
+    for _ in range(ATTEMPTS):  # a plain-text request on the TLS port gets no HTTP answer
+        try:
+            httpx.get(f"{plain}/openapi.json", timeout=5.0)
+        except httpx.TransportError:
+            refused += 1
+    assert refused == ATTEMPTS
+    with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):  # the system CAs do not know it
+        httpx.get(f"{base}/openapi.json", timeout=5.0)

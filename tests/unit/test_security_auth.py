@@ -75,3 +75,16 @@ def test_rate_limits_are_per_client_and_say_when_to_retry() -> None:
     assert limiter.retry_after("b") is None
     with pytest.raises(AuthError, match="http_rate_limit: got 'lots'"):
         RateLimiter("lots")
+
+
+def test_https_needs_both_the_certificate_and_its_key(tmp_path: Path) -> None:
+    from pydantic import ValidationError
+
+    cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
+    service = Settings(http_tls_cert=cert, http_tls_key=key).http_service()
+    assert (service.scheme, service.tls_cert, service.tls_key) == ("https", cert, key)
+    assert Settings().http_service().scheme == "http"
+    with pytest.raises(ValidationError, match=r"tls_key: got None, expected the private key of tls_cert .*c\.pem"):
+        Settings(http_tls_cert=cert).http_service()
+    with pytest.raises(ValidationError, match=r"tls_cert: got None, expected the certificate of tls_key .*k\.pem"):
+        Settings(http_tls_key=key).http_service()
