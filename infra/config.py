@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
@@ -52,6 +53,12 @@ class StackConfig(BaseModel):
     """PEM private key of ``kafka_tls_cert`` (unencrypted; keep it mode 0600)."""
     kafka_tls_ca: Path | None = None
     """PEM CA that clients trust for the broker (default: ``kafka_tls_cert`` itself, a self-signed certificate)."""
+    redis_tls_cert: Path | None = None
+    """PEM certificate of redis-server: it then listens with TLS only (``tls-port``; the plain port is off)."""
+    redis_tls_key: Path | None = None
+    """PEM private key of ``redis_tls_cert`` (unencrypted; keep it mode 0600)."""
+    redis_tls_ca: Path | None = None
+    """PEM CA that Redis clients trust (default: ``redis_tls_cert`` itself, a self-signed certificate)."""
 
     @property
     def kafka_tls(self) -> bool:
@@ -68,8 +75,26 @@ class StackConfig(BaseModel):
         return f"{self.host}:{self.kafka_port}"
 
     @property
+    def redis_tls(self) -> bool:
+        """redis-server speaks TLS only (a certificate is configured)."""
+        return self.redis_tls_cert is not None
+
+    @property
+    def redis_ca(self) -> Path | None:
+        """What Redis clients trust for the server's certificate (None without TLS)."""
+        return (self.redis_tls_ca or self.redis_tls_cert) if self.redis_tls else None
+
+    @property
     def redis_url(self) -> str:
-        return f"redis://{self.host}:{self.redis_port}/0"
+        """``redis://host:port/0``; with TLS ``rediss://...?ssl_ca_certs=<CA>`` (redis-py reads both from the URL).
+
+        Example:
+            >>> StackConfig(redis_port=6390, redis_tls_cert=Path("/c/r.pem")).redis_url
+            'rediss://127.0.0.1:6390/0?ssl_ca_certs=%2Fc%2Fr.pem'
+        """
+        if self.redis_ca is None:
+            return f"redis://{self.host}:{self.redis_port}/0"
+        return f"rediss://{self.host}:{self.redis_port}/0?ssl_ca_certs={quote(str(self.redis_ca), safe='')}"
 
     def pid_file(self, service: str) -> Path:
         return self.state_dir / "pids" / f"{service}.pid"

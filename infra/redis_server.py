@@ -114,7 +114,8 @@ def role_url(config: StackConfig, role: str) -> str:
     if not config.secure:
         return config.redis_url
     user, password = quote(role, safe=""), quote(_password(config, role), safe="")
-    return f"redis://{user}:{password}@{config.host}:{config.redis_port}/0"
+    scheme, _, rest = config.redis_url.partition("://")
+    return f"{scheme}://{user}:{password}@{rest}"
 
 
 def _write_acl(config: StackConfig) -> str:
@@ -124,6 +125,25 @@ def _write_acl(config: StackConfig) -> str:
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write("\n".join(acl_lines(config)) + "\n")
     return str(path)
+
+
+def _tls_args(config: StackConfig) -> list[str]:
+    """redis-server options for TLS only (the plain port off; clients are not asked for certificates).
+
+    Raises:
+        StartError: the certificate or its key is missing or not a readable file (names the setting).
+    """
+    if not config.redis_tls:
+        return []
+    files = {"redis_tls_cert": config.redis_tls_cert, "redis_tls_key": config.redis_tls_key,
+             "redis_tls_ca": config.redis_ca}
+    for name, path in files.items():
+        if path is None or not path.is_file():
+            msg = f"{name}: got {path}, expected a readable PEM file (PRICESTREAM_{name.upper()})"
+            raise StartError(msg)
+    return ["--port", "0", "--tls-port", str(config.redis_port), "--tls-cert-file", str(config.redis_tls_cert),
+            "--tls-key-file", str(config.redis_tls_key), "--tls-ca-cert-file", str(config.redis_ca),
+            "--tls-auth-clients", "no"]
 
 
 def start(config: StackConfig) -> int:
@@ -145,6 +165,7 @@ def start(config: StackConfig) -> int:
     ]
     if config.secure:
         argv += ["--aclfile", _write_acl(config)]
+    argv += _tls_args(config)
     pid = processes.spawn(
         argv, pid_file=config.pid_file(SERVICE), log_file=config.log_file(SERVICE), cwd=config.state_dir / SERVICE
     )

@@ -67,6 +67,12 @@ class Settings(BaseSettings):
     """PEM private key of ``kafka_tls_cert`` (read by ``pricestream up --secure`` only)."""
     kafka_tls_ca: Path | None = None
     """PEM CA that clients trust for the broker (default: ``kafka_tls_cert``, a self-signed certificate)."""
+    redis_tls_cert: Path | None = None
+    """PEM certificate of the stack's redis-server: it listens with TLS only; clients get ``rediss://``."""
+    redis_tls_key: Path | None = None
+    """PEM private key of ``redis_tls_cert`` (read by ``pricestream up`` only)."""
+    redis_tls_ca: Path | None = None
+    """PEM CA that Redis clients trust (default: ``redis_tls_cert``, a self-signed certificate)."""
     kafka_principal: str | None = None
     """The Kafka principal this process acts as on a secure stack; unset: its command's own (``serve``: scorer,
     ``services run NAME``: NAME, ``produce``: producer, ``jobs run``: features), else ``admin``."""
@@ -199,6 +205,9 @@ class Settings(BaseSettings):
             kafka_tls_cert=self.kafka_tls_cert,
             kafka_tls_key=self.kafka_tls_key,
             kafka_tls_ca=self.kafka_tls_ca,
+            redis_tls_cert=self.redis_tls_cert,
+            redis_tls_key=self.redis_tls_key,
+            redis_tls_ca=self.redis_tls_ca,
         )
 
     def kafka_client(self, principal: str = "admin") -> dict[str, object]:

@@ -4,7 +4,8 @@ A real Kafka broker started by ``infra.kafka`` with ``kafka_tls_cert``/``kafka_t
 self-signed certificate for 127.0.0.1 made here with ``cryptography``). A client that trusts the
 certificate logs in and produces; one without the CA, or speaking SASL_PLAINTEXT, is refused.
 A real ``pricestream serve`` with ``PRICESTREAM_HTTP_TLS_CERT``/``_KEY`` prices over HTTPS for a client
-with the CA; plain HTTP on that port and a client without the CA get no answer.
+with the CA; plain HTTP on that port and a client without the CA get no answer. A secure stack's
+redis-server with ``redis_tls_cert`` answers only TLS clients that trust its CA (its ACLs unchanged).
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
+import redis
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from cryptography import x509
@@ -32,7 +35,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from pydantic import SecretStr
 
-from infra import kafka, kafka_security
+from infra import kafka, kafka_security, redis_server
 from infra.config import StackConfig
 from tests.integration._http_serve import PRICESTREAM, START_WAIT_S, free_port
 
@@ -157,3 +160,42 @@ def test_serve_speaks_https_to_a_client_with_the_ca_and_refuses_plain_http(https
     assert refused == ATTEMPTS
     with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):  # the system CAs do not know it
         httpx.get(f"{base}/openapi.json", timeout=5.0)
+
+
+@pytest.fixture(scope="module")
+def tls_redis(stack_config: StackConfig, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackConfig]:
+    """A secure stack's redis-server (ACL users) started by ``infra.redis_server`` with ``redis_tls_cert``/``_key``."""
+    state = tmp_path_factory.mktemp("tls-redis")
+    cert, key = _self_signed(state, stack_config.host)
+    config = stack_config.model_copy(update={
+        "state_dir": state, "redis_port": free_port(), "secure": True, "redis_tls_cert": cert, "redis_tls_key": key,
+        "redis_passwords": {r: SecretStr(secrets.token_urlsafe(16)) for r in redis_server.ROLES}})
+    redis_server.start(config)
+    yield config
+    redis_server.stop(config)
+
+
+def _redis_answers(url: str) -> bool:
+    client = redis.Redis.from_url(url, socket_connect_timeout=2.0, socket_timeout=2.0)
+    try:
+        return bool(client.ping())
+    except redis.ConnectionError:
+        return False
+    finally:
+        client.close()
+
+
+def test_redis_speaks_tls_only_to_clients_with_the_ca(tls_redis: StackConfig) -> None:
+    scorer = redis_server.role_url(tls_redis, "scorer")
+    assert scorer.startswith("rediss://scorer:") and f"ssl_ca_certs={quote(str(tls_redis.redis_tls_cert), safe='')}" \
+        in scorer
+    client = redis.Redis.from_url(scorer, socket_timeout=5.0)
+    assert client.hget(f"k:{tls_redis.feature_project}", "f") is None  # logged in over TLS, the ACL still applies
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        client.set(f"k:{tls_redis.feature_project}", "x")
+    client.close()
+    plain = scorer.replace("rediss://", "redis://", 1).split("?", 1)[0]
+    no_ca = scorer.split("?", 1)[0]  # TLS, but the system CA store does not know the certificate
+    assert [_redis_answers(plain) for _ in range(ATTEMPTS)] == [False] * ATTEMPTS
+    assert [_redis_answers(no_ca) for _ in range(ATTEMPTS)] == [False] * ATTEMPTS
+    assert _redis_answers(redis_server.role_url(tls_redis, "admin"))
