@@ -366,9 +366,13 @@ def redis_sink_spec(config: FeatureJobConfig) -> str:
     if online is None:
         msg = "online: got None, expected an OnlineSink to build the Redis sink's spec"
         raise ValueError(msg)
-    parts = urlsplit(online.redis_url)
+    from features.connection import cluster_seeds, is_cluster
+
+    seeds = cluster_seeds(online.redis_url) if is_cluster(online.redis_url) else []  # a Redis Cluster's nodes
+    parts = urlsplit(f"redis://{seeds[0][0]}:{seeds[0][1]}/0" if seeds else online.redis_url)
     if parts.scheme not in ("redis", ""):
-        msg = f"online.redis_url: got {online.redis_url!r}, expected redis://host:port/db (TLS is not supported here)"
+        msg = (f"online.redis_url: got {online.redis_url!r}, expected redis://host:port/db or "
+               "redis+cluster://host:port,... (TLS is not supported here)")
         raise ValueError(msg)
 
     def b64(raw: bytes) -> str:
@@ -376,6 +380,7 @@ def redis_sink_spec(config: FeatureJobConfig) -> str:
 
     return json.dumps({
         "host": parts.hostname or "127.0.0.1", "port": parts.port or 6379, "db": int(parts.path.strip("/") or 0),
+        "cluster": [[host, port] for host, port in seeds],
         "user": online.username, "password": online.password, "timeout_ms": online.timeout_ms,
         "retry_ms": online.retry_ms, "project": online.project, "script": CAS_SCRIPT,
         "batch_rows": online.batch_rows, "rows_per_call": online.rows_per_call, "flush_ms": online.flush_ms,

@@ -229,3 +229,60 @@ def test_a_master_killed_mid_stream_loses_no_acknowledged_write(cluster: StackCo
     finally:
         redis_cluster.start_node(cluster, index)  # no-op once restarted above
         redis_cluster.start(cluster, MASTERS)  # cluster_state:ok on every node before the next test
+
+
+@pytest.mark.flink
+def test_the_feature_jobs_sink_writes_the_cluster_as_the_python_writer_does(
+    stack: StackConfig, config: FeaturesConfig, tmp_path: Path
+) -> None:
+    """One bounded job run: its Java sink writes the cluster; its ``features.v1`` rows, through the Python
+    writer under a second project on the same cluster, must give every key the same values and versions."""
+    import json
+    import uuid as _uuid
+    from datetime import timedelta
+
+    from events.config import KafkaConfig
+    from events.models import dumps
+    from events.simulator import Market, MarketConfig, simulate
+    from features.rows import parse_row
+    from pipelines.config import FeatureJobConfig, OnlineSink
+    from pipelines.feature_job import run
+    from tests.integration.flink_helpers import make_topics, read_all
+
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    events = [json.loads(dumps(e)) for e in simulate(Market(MarketConfig(hotels=3, seed=3, start=start)), start=start,
+                                                     duration=timedelta(days=30), max_events=3_000, rng_seed=3)]
+    kafka = KafkaConfig(bootstrap_servers=stack.kafka_bootstrap, topic_prefix=f"rc{_uuid.uuid4().hex[:8]}-")
+    make_topics(kafka, partitions=2)
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": stack.kafka_bootstrap, "enable.idempotence": True})
+    for e in events:
+        producer.produce(kafka.topic("behaviour.events"), json.dumps(e).encode(), e["hotel_id"].encode())
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    job = FeatureJobConfig(bootstrap_servers=stack.kafka_bootstrap, topic_prefix=kafka.topic_prefix,
+                           connector_jar=stack.flink_kafka_connector_jar, bounded=True, startup="earliest-offset",
+                           checkpoint_dir=tmp_path / "chk", group_id=f"rc-{_uuid.uuid4().hex[:6]}",
+                           online=OnlineSink(redis_url=config.redis_url, project=config.project))
+    run(job)
+    python_side = config.model_copy(update={"project": config.project + "py"})
+    try:
+        rows = [parse_row(m.value()) for m in read_all(kafka, "features.v1")]
+        writer = OnlineWriter(python_side, registry=CollectorRegistry())
+        for i in range(0, len(rows), 2000):
+            writer.write_rows(rows[i : i + 2000])
+        writer.close()
+        keys = sorted({(e["hotel_id"], e["room_type"], date.fromisoformat(e["stay_date"])) for e in events
+                       if e.get("room_type") and e.get("stay_date")})
+        last = datetime.fromtimestamp(max(e["event_time"] for e in events) / 1000, tz=UTC)
+        as_of = lambda: last + timedelta(minutes=30)  # noqa: E731 - read inside every view's TTL
+        by_sink = RedisFeatureSource(config, clock=as_of).read_many(keys)
+        by_python = RedisFeatureSource(python_side, clock=as_of).read_many(keys)
+    finally:
+        client = redis_client(python_side)
+        for key in list(client.scan_iter(match=b"*" + python_side.project.encode(), count=1000)):
+            client.delete(key)
+        client.close()
+    assert len(keys) > 100 and sum(r.version is not None for r in by_sink) > 100
+    assert [(r.version, r.values) for r in by_sink] == [(r.version, r.values) for r in by_python]

@@ -5,13 +5,17 @@ import java.io.Serializable;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import org.apache.flink.api.common.operators.ProcessingTimeService;
 import org.apache.flink.api.connector.sink2.Sink;
@@ -26,13 +30,16 @@ import org.apache.flink.table.data.RowData;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import redis.clients.jedis.ClusterPipeline;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
+import redis.clients.jedis.JedisCluster;
 import redis.clients.jedis.Pipeline;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.exceptions.JedisException;
+import redis.clients.jedis.util.JedisClusterCRC16;
 
 /**
  * The online store's writer inside the job: value rows ({@link TileJob#OUTPUT_NAMES}) straight into
@@ -45,6 +52,13 @@ import redis.clients.jedis.exceptions.JedisException;
  * each checkpoint barrier (so the rows of a completed checkpoint are in Redis: at-least-once, and
  * the version compare makes a replayed row a no-op). A Redis outage blocks the job (backpressure) for
  * {@code retry_ms}, then fails it for a restart from the checkpoint: nothing is dropped.
+ *
+ * <p>On a Redis Cluster (the spec's {@code cluster} seeds, from a {@code redis+cluster://} URL) the
+ * rows are grouped by the hash slot of their key, so each script call touches one slot, and sent in
+ * one {@link ClusterPipeline} (one round trip per master). A master without the script (a promoted
+ * replica) answers {@code NOSCRIPT}: the script is loaded there and the batch retried (the version
+ * compare makes the rows already applied no-ops). The sink does not {@code WAIT} for replicas: a
+ * failover can lose the rows its master acknowledged in the last replication lag.
  */
 public final class RedisFeatureSink implements Sink<RowData> {
 
@@ -69,6 +83,8 @@ public final class RedisFeatureSink implements Sink<RowData> {
         private static final long serialVersionUID = 1L;
         String host;
         int port;
+        /** Seed nodes of a Redis Cluster; empty for one server. */
+        final List<HostAndPort> cluster = new ArrayList<>();
         int db;
         String user;
         String password;
@@ -87,6 +103,11 @@ public final class RedisFeatureSink implements Sink<RowData> {
             Spec s = new Spec();
             s.host = root.get("host").asText();
             s.port = root.get("port").asInt();
+            if (root.hasNonNull("cluster")) {
+                for (JsonNode seed : root.get("cluster")) {
+                    s.cluster.add(new HostAndPort(seed.get(0).asText(), seed.get(1).asInt()));
+                }
+            }
             s.db = root.get("db").asInt();
             s.user = root.hasNonNull("user") ? root.get("user").asText() : null;
             s.password = root.hasNonNull("password") ? root.get("password").asText() : null;
@@ -173,6 +194,7 @@ public final class RedisFeatureSink implements Sink<RowData> {
         private long staleRows;
         private long publishedAt;
         private Jedis jedis;
+        private JedisCluster cluster;
         private String sha;
 
         Writer(Spec spec, WriterInitContext context) {
@@ -211,7 +233,11 @@ public final class RedisFeatureSink implements Sink<RowData> {
             String value = writtenRows + "," + staleRows + "," + System.currentTimeMillis() + ";" + lagBuckets();
             try {
                 connect();
-                jedis.hset(statusKey, statusField, value.getBytes(StandardCharsets.US_ASCII));
+                if (cluster != null) {
+                    cluster.hset(statusKey, statusField, value.getBytes(StandardCharsets.US_ASCII));
+                } else {
+                    jedis.hset(statusKey, statusField, value.getBytes(StandardCharsets.US_ASCII));
+                }
             } catch (JedisException e) {
                 closeQuietly();
                 LOG.debug("redis sink: status not published", e);
@@ -360,7 +386,7 @@ public final class RedisFeatureSink implements Sink<RowData> {
         }
 
         private void connect() {
-            if (jedis != null) {
+            if (jedis != null || cluster != null) {
                 return;
             }
             DefaultJedisClientConfig.Builder config = DefaultJedisClientConfig.builder()
@@ -372,12 +398,118 @@ public final class RedisFeatureSink implements Sink<RowData> {
                     config.user(spec.user);
                 }
             }
+            if (!spec.cluster.isEmpty()) {
+                cluster = new JedisCluster(new HashSet<>(spec.cluster), config.build());
+                sha = sha1Hex(spec.script);  // loaded on each master on its first NOSCRIPT
+                return;
+            }
             jedis = new Jedis(new HostAndPort(spec.host, spec.port), config.build());
             sha = jedis.scriptLoad(spec.script);
         }
 
+        private static String sha1Hex(String text) {
+            try {
+                byte[] digest = MessageDigest.getInstance("SHA-1").digest(text.getBytes(StandardCharsets.UTF_8));
+                StringBuilder out = new StringBuilder();
+                for (byte b : digest) {
+                    out.append(String.format("%02x", b));
+                }
+                return out.toString();
+            } catch (NoSuchAlgorithmException e) {
+                throw new IllegalStateException("redis sink: the JVM has no SHA-1", e);
+            }
+        }
+
+        /** The rows' script calls: runs of {@code rows_per_call}; on a cluster, of one hash slot each. */
+        private List<List<Pending>> chunks(List<Pending> rows) {
+            List<List<Pending>> out = new ArrayList<>();
+            if (cluster == null) {
+                for (int start = 0; start < rows.size(); start += spec.rowsPerCall) {
+                    out.add(rows.subList(start, Math.min(rows.size(), start + spec.rowsPerCall)));
+                }
+                return out;
+            }
+            Map<Integer, List<Pending>> bySlot = new LinkedHashMap<>();
+            for (Pending p : rows) {
+                bySlot.computeIfAbsent(JedisClusterCRC16.getSlot(p.key), k -> new ArrayList<>()).add(p);
+            }
+            for (List<Pending> slot : bySlot.values()) {
+                for (int start = 0; start < slot.size(); start += spec.rowsPerCall) {
+                    out.add(slot.subList(start, Math.min(slot.size(), start + spec.rowsPerCall)));
+                }
+            }
+            return out;
+        }
+
+        private static List<byte[]> scriptArgs(List<Pending> chunk) {
+            List<byte[]> args = new ArrayList<>();
+            for (Pending p : chunk) {
+                args.add(Integer.toString(p.values.length + 1).getBytes(StandardCharsets.US_ASCII));
+                args.add(p.layout.versionField);
+                args.add(Long.toString(p.version).getBytes(StandardCharsets.US_ASCII));
+                args.add(p.layout.tsField);
+                args.add(encodeTimestamp(p.featureTime));
+                for (int i = 0; i < p.values.length; i++) {
+                    args.add(p.layout.fields.get(i));
+                    args.add(p.values[i]);
+                }
+            }
+            return args;
+        }
+
+        private static List<byte[]> keys(List<Pending> chunk) {
+            List<byte[]> keys = new ArrayList<>(chunk.size());
+            for (Pending p : chunk) {
+                keys.add(p.key);
+            }
+            return keys;
+        }
+
+        /** One cluster pipeline of script calls; a {@code NOSCRIPT} master gets the script, then the batch is retried. */
+        private List<Object> applyCluster(List<List<Pending>> chunks) {
+            byte[] script = sha.getBytes(StandardCharsets.US_ASCII);
+            List<Response<Object>> replies = new ArrayList<>();
+            try (ClusterPipeline pipe = cluster.pipelined()) {
+                for (List<Pending> chunk : chunks) {
+                    replies.add(pipe.evalsha(script, keys(chunk), scriptArgs(chunk)));
+                }
+                pipe.sync();
+            }
+            List<Object> out = new ArrayList<>(replies.size());
+            JedisDataException missing = null;
+            Set<Integer> loaded = new HashSet<>();
+            for (int i = 0; i < replies.size(); i++) {
+                try {
+                    out.add(replies.get(i).get());
+                } catch (JedisDataException e) {
+                    if (e.getMessage() == null || !e.getMessage().startsWith("NOSCRIPT")) {
+                        throw e;
+                    }
+                    byte[] key = chunks.get(i).get(0).key;
+                    if (loaded.add(JedisClusterCRC16.getSlot(key))) {
+                        cluster.scriptLoad(spec.script.getBytes(StandardCharsets.UTF_8), key);
+                    }
+                    missing = e;
+                }
+            }
+            if (missing != null) {
+                throw missing;  // send() retries the whole batch: applied rows compare equal and are skipped
+            }
+            return out;
+        }
+
         private void apply(List<Pending> rows) {
             connect();
+            if (cluster != null) {
+                List<List<Pending>> chunks = chunks(rows);
+                List<Object> replies = applyCluster(chunks);
+                List<Pending> ordered = new ArrayList<>(rows.size());
+                for (List<Pending> chunk : chunks) {
+                    ordered.addAll(chunk);
+                }
+                count(ordered, replies);
+                return;
+            }
             List<Response<Object>> replies = new ArrayList<>();
             try (Pipeline pipe = jedis.pipelined()) {
                 byte[] script = sha.getBytes(StandardCharsets.US_ASCII);
@@ -408,10 +540,19 @@ public final class RedisFeatureSink implements Sink<RowData> {
                 }
                 throw e;
             }
+            List<Object> values = new ArrayList<>(replies.size());
+            for (Response<Object> reply : replies) {
+                values.add(reply.get());
+            }
+            count(rows, values);
+        }
+
+        /** Written / stale counters and freshness lags of {@code rows}, given the script replies in their order. */
+        private void count(List<Pending> rows, List<Object> replies) {
             long now = System.currentTimeMillis();
             int r = 0;
-            for (Response<Object> reply : replies) {
-                for (Object ok : (List<?>) reply.get()) {
+            for (Object reply : replies) {
+                for (Object ok : (List<?>) reply) {
                     Pending p = rows.get(r++);
                     if (((Number) ok).longValue() == 1L) {
                         written.inc();
@@ -436,6 +577,14 @@ public final class RedisFeatureSink implements Sink<RowData> {
         }
 
         private void closeQuietly() {
+            if (cluster != null) {
+                try {
+                    cluster.close();
+                } catch (RuntimeException e) {
+                    LOG.debug("redis sink: close failed", e);
+                }
+                cluster = null;
+            }
             if (jedis != null) {
                 try {
                     jedis.close();
