@@ -2,7 +2,8 @@
 
 The scorer's user reads feature hashes and nothing else (``NOPERM`` for SET, FLUSHALL, CONFIG);
 the writer's user still runs the online writer's compare-and-set Lua script; the
-default user is off.
+default user is off. A deployment's own Feast project, granted at its start, opens that project's
+keys to both users and nothing more.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from features.online_writer import OnlineWriter, row_key
 from features.rows import FeatureRow
 from infra import redis_server
 from infra.config import StackConfig
+from infra.errors import StartError
 from tests.integration._features_helpers import T0_MS, make_row
 from tests.integration._http_serve import free_port
 
@@ -111,3 +113,21 @@ def test_the_writer_compare_and_sets_and_the_scorer_reads(secure: StackConfig, t
     source = RedisFeatureSource(config, client=_client(secure, "scorer"), clock=lambda: at_write)
     read = source.read("h1", "std", date(2026, 12, 24))
     assert read.values["occupancy"] == pytest.approx(0.06)  # version 6 of make_row: occupancy = 6 / 100
+
+
+def test_a_deployment_project_granted_at_start_opens_its_keys_and_no_others(secure: StackConfig) -> None:
+    other = f"d{uuid.uuid4().hex[:10]}"
+    scorer, writer = _client(secure, "scorer"), _client(secure, "writer")
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        writer.hset(f"k:{other}", "f", "1")  # before the grant: the file's project only
+    assert redis_server.grant_project(secure.model_copy(update={"feature_project": other})) == ["scorer", "writer"]
+    assert writer.hset(f"k:{other}", "f", "1") == 1
+    assert scorer.hget(f"k:{other}", "f") == b"1"
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        scorer.hset(f"k:{other}", "f", "2")  # the grant adds keys, not commands
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        scorer.hget("k:elsewhere", "f")
+    with pytest.raises(StartError, match="feast_project: got 'x\\*', expected letters, digits and underscores"):
+        redis_server.grant_project(secure.model_copy(update={"feature_project": "x*"}))
+    scorer.close()
+    writer.close()
