@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
+from redis.exceptions import RedisClusterException
 
 from events.redact import redact
 from features.errors import StoreConfigError
@@ -42,6 +43,9 @@ if TYPE_CHECKING:
 CLUSTER_SCHEME = "redis+cluster"
 RedisClient: TypeAlias = "redis.Redis | RedisCluster"
 """What the online store talks to: redis-py's client of one server or of a cluster."""
+STORE_ERRORS: tuple[type[Exception], ...] = (redis.RedisError, RedisClusterException)
+"""What either client raises when the store cannot answer (a cluster's uncovered slot during a failover
+raises ``SlotNotCoveredError``, which is not a ``RedisError``)."""
 
 
 def is_cluster(url: str) -> bool:
@@ -93,8 +97,12 @@ def redis_client(config: FeaturesConfig) -> RedisClient:
     timeout = config.redis_timeout_s
     if is_cluster(config.redis_url):
         nodes = [ClusterNode(host, port) for host, port in cluster_seeds(config.redis_url)]
-        return RedisCluster(startup_nodes=nodes, password=password, username=config.redis_username,
-                            socket_timeout=timeout, socket_connect_timeout=timeout)
+        try:  # unlike one server's client, a cluster client connects at once (to learn the slots)
+            return RedisCluster(startup_nodes=nodes, password=password, username=config.redis_username,
+                                socket_timeout=timeout, socket_connect_timeout=timeout)
+        except STORE_ERRORS as exc:
+            msg = f"redis_url {redact(config.redis_url)!r}: no seed node gave the cluster's slots ({exc})"
+            raise redis.ConnectionError(msg) from exc
     host, port, db = config.redis_host_port_db
     return redis.Redis(host=host, port=port, db=db, password=password, username=config.redis_username,
                        socket_timeout=timeout, socket_connect_timeout=timeout)

@@ -26,12 +26,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
 
-import redis
-
 from events.catalog import ALL_FEATURES, HOTEL_KEYS, STAY_KEYS, VIEWS, derive
 from events.redact import redact, redact_exception
 from features.config import FeaturesConfig
-from features.connection import RedisClient, redis_client
+from features.connection import STORE_ERRORS, RedisClient, redis_client
 from features.layout import decode_double, decode_ts, redis_key, view_fields
 from features.ttl_store import expired
 from pricing.errors import FeatureStoreUnavailable
@@ -92,7 +90,7 @@ class RedisFeatureSource:
                     pipe.hmget(redis_key(STAY_KEYS, stay, self._project), _STAY_FIELDS)
                     pipe.hmget(redis_key(HOTEL_KEYS, (hotel_id,), self._project), _HOTEL_FIELDS)
                 replies = pipe.execute()
-        except redis.RedisError as exc:
+        except STORE_ERRORS as exc:
             msg = f"Redis at {redact(self.config.redis_url)!r} could not be read: {redact_exception(exc)}"
             raise FeatureStoreUnavailable(msg) from exc
         now = self._clock()

@@ -6,7 +6,8 @@ when the row's ``version`` is greater than the stored one, so a replayed or reor
 changes nothing. The
 check and the write are one atomic step inside Redis, so two writers racing on the same keys
 still leave the newest version (Feast's own ``online_write_batch`` dedup reads, then writes, in
-two round trips). A batch is one pipelined round trip of script calls, 64 rows each. Offsets
+two round trips). A batch is one pipelined round trip of script calls, 64 rows each (on a Redis
+Cluster, ``redis+cluster://`` URLs, the calls are grouped per hash slot: :func:`script_chunks`). Offsets
 are committed only after the batch is in Redis (:class:`events.runtime.Runtime`), so a
 crash replays rather than loses, and a replay is a no-op because equal versions are skipped.
 Within a batch only the newest row of each (key, view) is sent: the older ones would be
@@ -39,7 +40,7 @@ from events.catalog import VIEWS
 from events.redact import redact
 from events.runtime import BatchContext, Output, Record, Runtime, RuntimeConfig, Step
 from features.config import FeaturesConfig
-from features.connection import RedisClient, redis_client, slot_of
+from features.connection import STORE_ERRORS, RedisClient, redis_client, slot_of
 from features.errors import OnlineStoreError
 from features.freshness import FreshnessTracker, publish
 from features.layout import encode_double, encode_ts, feature_field, redis_key, ts_field, version_field
@@ -172,7 +173,7 @@ class OnlineWriter:
                     for chunk in chunks:
                         self._script(keys=[key for key, _ in chunk], args=_chunk_args(chunk), client=pipe)
                     replies = pipe.execute()
-        except redis.RedisError as exc:
+        except STORE_ERRORS as exc:
             msg = f"Redis at {redact(self.config.redis_url)!r} failed a batch of {len(rows)} rows: {exc}"
             raise OnlineStoreError(msg) from exc
         applied = [ok == 1 for reply in replies for ok in reply]
@@ -239,7 +240,7 @@ class OnlineWriter:
         """``None`` when Redis answers, else what is wrong (for ``/healthz``)."""
         try:
             self._client.ping()
-        except redis.RedisError as exc:
+        except STORE_ERRORS as exc:
             return f"down: {exc}"
         return None
 

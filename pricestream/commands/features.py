@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import redis
 import typer
 
 from pricestream.commands.common import err, iso, kv_table, new_app, out, settings, stoppable
@@ -26,11 +25,13 @@ def features_status() -> None:
 
     config = settings().features()
     sources: list[tuple[str, FreshnessSummary]] = []
+    from features.connection import STORE_ERRORS
+
     try:
         client = redis_client(config)
         sink = read_sink_status(client.hgetall(sink_status_key(config.project)))
         client.close()
-    except redis.RedisError as exc:
+    except STORE_ERRORS as exc:
         out.print(f"redis at {config.redis_url}: {exc} (the job's sink status is kept there)")
         sink = None
     if sink is not None:
