@@ -136,6 +136,8 @@ class TierPricer(Protocol):
     ) -> Quote: ...
 
 
+VIEWS_STEP = 0.05
+"""Relative move of the forecast shoppers that makes :class:`BidCache` recompute a bid."""
 BID_CACHE_SIZE = 100_000
 """Keys whose bid price a pricer keeps (a 450-day horizon x 3 room types x 6 channels x 10 hotels is 81,000)."""
 
@@ -143,11 +145,11 @@ BID_CACHE_SIZE = 100_000
 class BidCache:
     """The last bid price per (hotel, room type, night, channel), reused while its inputs have not moved.
 
-    A bid is recomputed when the forecast it came from moves (rooms left, shoppers still to come to
-    0.1, rooms kept per booking to 0.01, the day of lead time), the search range moves, or the demand
-    curve moves by 0.001 at any price of the bid grid: the features move, the bid follows; between
-    two feature updates the dp bid (a few ms) is a dictionary read. Least recently stored keys go first
-    beyond ``size``. Thread-safe.
+    A bid is recomputed when the forecast it came from moves (rooms left; shoppers still to come by
+    ``VIEWS_STEP`` (5%) or more; rooms kept per booking by 0.05; the day of lead time), the search
+    range moves by a cent, or the demand curve moves by 0.01 at any price of the bid grid: the
+    features move, the bid follows; between two such moves the dp bid (a few ms) is a dictionary
+    read. Least recently stored keys go first beyond ``size``. Thread-safe.
 
     Example:
         >>> cache = BidCache(size=2)
@@ -176,12 +178,12 @@ class BidCache:
         fc, low, high, probs = inputs
         return (
             round(fc.rooms_left, 3),
-            round(fc.views, 1),
-            round(fc.rooms_kept, 2),
+            round(math.log(max(fc.views, 1e-3)) / math.log1p(VIEWS_STEP)),
+            round(fc.rooms_kept * 20.0),
             math.floor(fc.lead_days),
             round(low, 2),
             round(high, 2),
-            tuple(np.round(probs, 3).tolist()),
+            tuple(np.round(probs, 2).tolist()),
         )
 
     def get(
