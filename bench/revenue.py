@@ -280,8 +280,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--png", type=Path, default=Path("reports/revenue.png"))
     parser.add_argument("--no-bid-price", action="store_true", help="also run pricestream without the bid price")
     parser.add_argument("--bid-method", choices=("fluid", "stochastic", "dp"), default="dp",
-                        help="BidPriceConfig.method (dp: 0.830 / 0.920 of DP against fluid's 0.813 / 0.914, "
-                             "docs/revenue-management.md)")
+                        help="BidPriceConfig.method (dp: 0.830 / 0.920 of DP against fluid's 0.813 / 0.914 before "
+                             "stays held every night; docs/revenue-management.md)")
     parser.add_argument("--rules-below", type=float, default=None,
                         help="router: complexity below which the rules price (default: routing's)")
     parser.add_argument("--beyond-trained", action="store_true", help="BidPriceConfig.beyond_trained")
