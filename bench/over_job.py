@@ -3,26 +3,25 @@ inventory + DLQ) and the engine's ceiling for our parse (parse + validate + DLQ 
 
 Kept only until ``bench/ingest.py`` has recorded its CPU per event next to the tiled job's (issue
 13, item 8); production has one engine. It shares the tiled job's source, one-pass parse and
-validation (:mod:`pipelines.feature_sql`), so the two differ in the aggregation alone.
+validation as SQL (:mod:`bench.sql_source`), so the two differ in the aggregation alone.
 """
 
 from __future__ import annotations
 
 from pyflink.table import StatementSet, StreamTableEnvironment
 
-from pipelines.config import FeatureJobConfig
-from pipelines.feature_job import register_parsed
-from pipelines.feature_sql import (
+from bench.sql_source import (
     _PUBLISH_MS,
     _VERSION,
-    _kafka_with,
     classified_view,
     dlq_insert,
-    dlq_sink_ddl,
     function_ddl,
+    register_parsed,
     source_ddl,
     valid_view,
 )
+from pipelines.config import FeatureJobConfig
+from pipelines.feature_sql import _kafka_with, dlq_sink_ddl
 
 OVER_TOPIC = "features.over"
 

@@ -18,17 +18,15 @@ from pathlib import Path
 from pyflink.common import Configuration
 from pyflink.datastream import DataStream, StreamExecutionEnvironment
 from pyflink.java_gateway import get_gateway
-from pyflink.table import DataTypes, Schema, StatementSet, StreamTableEnvironment, TableResult
+from pyflink.table import StatementSet, StreamTableEnvironment, TableResult
 from pyflink.util.java_utils import add_jars_to_context_class_loader
 
 from events.contract import encoded_job_spec
 from pipelines.config import FeatureJobConfig
 from pipelines.feature_sql import (
     DEAD_LETTERS_VIEW,
-    PARSED_ROWTIME,
     TILE_VALUES_VIEW,
     all_statements,
-    parsed_query,
     source_spec,
     tile_spec,
 )
@@ -107,20 +105,6 @@ def register_source(env: StreamTableEnvironment, config: FeatureJobConfig) -> No
     rows = flink.TileJob.union(flink.TileJob.apply(source.valid(), tile_spec(config)), source.inventory())
     env.create_temporary_view(TILE_VALUES_VIEW, env.from_data_stream(DataStream(rows)))
     env.create_temporary_view(DEAD_LETTERS_VIEW, env.from_data_stream(DataStream(source.dlq())))
-
-
-def register_parsed(env: StreamTableEnvironment) -> None:
-    """``parsed``: the SQL parse of the old design (``bench/over_job.py``), behind a DataStream boundary.
-
-    Without the boundary the planner inlines the lateral parse into each of its readers.
-    The rowtime and the source's watermarks cross it (``SOURCE_WATERMARK()``).
-    """
-    stream = env.to_data_stream(env.sql_query(parsed_query()))
-    schema = (Schema.new_builder()
-              .column_by_metadata(PARSED_ROWTIME, DataTypes.TIMESTAMP_LTZ(3), "rowtime")
-              .watermark(PARSED_ROWTIME, "SOURCE_WATERMARK()")
-              .build())
-    env.create_temporary_view("parsed", env.from_data_stream(stream, schema))
 
 
 def create_env(config: FeatureJobConfig) -> StreamTableEnvironment:

@@ -19,10 +19,6 @@ from urllib.parse import urlsplit
 from events.catalog import STAY_KEYS, VIEW_SPECS, VIEWS, ViewSpec
 from pipelines.config import FeatureJobConfig
 
-_VERSION = "CAST(event_time_ms AS BIGINT) * 1000000 + MOD(src_offset, 1000000)"
-# Broker append time of the record, in ms: the start of the freshness clock.
-_PUBLISH_MS = "CAST(EXTRACT(EPOCH FROM publish_ts) AS BIGINT) * 1000 + EXTRACT(MILLISECOND FROM publish_ts)"
-
 
 def _kafka_with(config: FeatureJobConfig, topic: str, **extra: str) -> str:
     opts = {
@@ -38,44 +34,6 @@ def _kafka_with(config: FeatureJobConfig, topic: str, **extra: str) -> str:
 def _quoted(value: str) -> str:
     """A SQL string literal's body (a JAAS line may hold quotes)."""
     return value.replace("'", "''")
-
-
-PARSE_FUNCTION = "io.pricestream.flink.ParseEvent"
-EVENT_TIME_FUNCTION = "io.pricestream.flink.EventTime"
-
-
-def function_ddl() -> list[str]:
-    """The job's JVM functions (``pipelines/udf``): the one-pass parser and the rowtime extractor."""
-    return [
-        f"CREATE TEMPORARY SYSTEM FUNCTION parse_event AS '{PARSE_FUNCTION}' LANGUAGE JAVA",
-        f"CREATE TEMPORARY SYSTEM FUNCTION event_time_of AS '{EVENT_TIME_FUNCTION}' LANGUAGE JAVA",
-    ]
-
-
-def source_ddl(config: FeatureJobConfig) -> str:
-    """Raw source: the value as bytes, so that malformed JSON and invalid UTF-8 reach the DLQ, not the floor."""
-    extra = {
-        "properties.group.id": config.group_id,
-        "properties.isolation.level": "read_committed",
-        "properties.auto.offset.reset": "earliest",
-        "scan.startup.mode": config.startup,
-        "format": "raw",
-        "scan.watermark.emit.strategy": config.watermark_emit,
-    }
-    if config.bounded:
-        extra["scan.bounded.mode"] = "latest-offset"
-    return f"""
-CREATE TEMPORARY TABLE src (
-  payload BYTES,
-  src_topic STRING METADATA FROM 'topic' VIRTUAL,
-  src_partition INT METADATA FROM 'partition' VIRTUAL,
-  src_offset BIGINT METADATA FROM 'offset' VIRTUAL,
-  publish_ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' VIRTUAL,
-  ts AS TO_TIMESTAMP_LTZ(COALESCE(event_time_of(payload), 0), 3),
-  WATERMARK FOR ts AS ts - INTERVAL '{config.out_of_orderness_ms / 1000:.3f}' SECOND
-) WITH (
-  {_kafka_with(config, config.source_topic, **extra)}
-)"""
 
 
 _VALUE_ROW_COLUMNS = """  hotel_id STRING,
@@ -137,98 +95,6 @@ CREATE TEMPORARY TABLE dlq_sink (
 )"""
 
 
-PARSED_ROWTIME = "ts"
-
-
-def parsed_query() -> str:
-    """The only place the payload is parsed: once, on the JVM, by the contract's rules.
-
-    ``parse_event`` (``pipelines/udf/.../ParseEvent.java``) applies the field rules that
-    :func:`events.contract.job_spec` derives from the pydantic models, so the job and the SDK refuse
-    the same records and name the same field; a valid row comes out typed, with its flags.
-    ``parsed`` has several readers (the DLQ, the inventory rows, the tile operator's input); the planner
-    would inline the lateral call into each (their correlation ids differ, so no digest reuse): the job
-    registers this query
-    behind a DataStream boundary (:func:`pipelines.feature_job.register_parsed`) instead. ``ts`` is
-    renamed: the boundary restores it as the rowtime with the source's watermarks.
-    """
-    return """
-SELECT payload, src_topic, src_partition, src_offset, publish_ts, ts AS source_ts, p.*
-FROM src, LATERAL TABLE(parse_event(payload)) AS p"""
-
-
-def _late(config: FeatureJobConfig) -> str:
-    """Late: more than the allowed lateness behind the watermark (whose tile may be gone from state and Redis).
-
-    Before the first watermark CURRENT_WATERMARK is NULL, and a bare comparison would be NULL too:
-    neither valid nor classified, the row would vanish; hence the COALESCE.
-    """
-    # TIMESTAMPDIFF, not an INTERVAL literal: the planner refuses day intervals beyond DAY(2) and a
-    # SECOND interval holds at most 99 s. Whole seconds: late once more than the lateness behind.
-    return (f"COALESCE(TIMESTAMPDIFF(SECOND, ts, CURRENT_WATERMARK(ts)) > {config.allowed_lateness_ms // 1000}, "
-            "FALSE)")
-
-
-def classified_view(config: FeatureJobConfig) -> str:
-    """The rows that fail the contract or come late, with ``reason`` and ``error_class`` for the DLQ headers."""
-    late = _late(config)
-    why = late_reason(config)
-    return f"""
-CREATE TEMPORARY VIEW classified AS
-SELECT payload, dlq_payload, payload_bytes, src_topic, src_partition, src_offset, error_field,
-  CASE WHEN reason IS NOT NULL THEN reason WHEN {late} THEN '{why}' END AS reason,
-  CASE WHEN reason IS NOT NULL THEN error_class WHEN {late} THEN 'LateEvent' END AS error_class
-FROM parsed"""
-
-
-def _flagged(flag: str) -> str:
-    return f"COALESCE(POSITION('{flag}' IN flags) > 0, FALSE)"
-
-
-def valid_view(config: FeatureJobConfig) -> str:
-    """The rows that pass: typed by the parser; flagged prices kept out of the price aggregates.
-
-    Written as its own view over ``parsed`` (not over ``classified``) so that ``parsed`` has two
-    readers and is parsed once. A complimentary booking counts as a booking (a real room night) and
-    a price outlier as an event, but neither moves a price feature (see :mod:`events.contract`).
-    """
-    plausible = f"NOT {_flagged('price_outlier')}"
-    return f"""
-CREATE TEMPORARY VIEW valid AS
-SELECT hotel_id, room_type, CAST(stay_date AS STRING) AS stay_date, ts, event_type,
-  event_time_ms, src_offset, publish_ts, {_PUBLISH_MS} AS publish_ms,
-  CASE WHEN {plausible} THEN price_shown END AS price_shown,
-  CASE WHEN {plausible} AND NOT {_flagged('complimentary')} THEN price_paid END AS price_paid,
-  CASE WHEN {plausible} THEN rate END AS rate,
-  rooms_left, capacity, rooms, competitor_id,
-  CASE WHEN event_type = 'search' THEN 1 ELSE 0 END AS is_search,
-  CASE WHEN event_type = 'view' THEN 1 ELSE 0 END AS is_view,
-  CASE WHEN event_type = 'booking' THEN rooms ELSE 0 END AS n_booked,
-  CASE WHEN event_type = 'cancellation' THEN rooms ELSE 0 END AS n_cancelled,
-  CASE WHEN event_type = 'search' THEN CAST(TIMESTAMPDIFF(DAY, CAST(ts AS TIMESTAMP(3)),
-    CAST(stay_date AS TIMESTAMP(3))) AS DOUBLE) END AS lead_days
-FROM parsed
-WHERE reason IS NULL AND NOT ({_late(config)})"""
-
-
-def dlq_insert() -> str:
-    """Refused and late rows, with the five DLQ headers, the field the contract named and the record's size.
-
-    A record larger than ``events.contract.DLQ_PAYLOAD_BYTES`` is dead-lettered cut to that size.
-    """
-    return """
-INSERT INTO dlq_sink
-SELECT COALESCE(dlq_payload, payload), MAP[
-  'payload_bytes', ENCODE(CAST(payload_bytes AS STRING), 'UTF-8'),
-  'source_topic', ENCODE(src_topic, 'UTF-8'),
-  'source_partition', ENCODE(CAST(src_partition AS STRING), 'UTF-8'),
-  'source_offset', ENCODE(CAST(src_offset AS STRING), 'UTF-8'),
-  'error_class', ENCODE(error_class, 'UTF-8'),
-  'error_field', ENCODE(COALESCE(error_field, ''), 'UTF-8'),
-  'error_message', ENCODE(reason, 'UTF-8')]
-FROM classified WHERE reason IS NOT NULL"""
-
-
 _TILE_COLUMNS = ("hotel_id", "room_type", "stay_date", "event_time_ms", "src_offset", "publish_ms",
                  "competitor_id", "rate")
 
@@ -237,11 +103,6 @@ def tile_columns() -> tuple[str, ...]:
     """Columns of ``valid`` the tile operator reads, in order: keys, time, offset, publish time, rates, partials."""
     partial_columns = [p.split(":", 1)[1] for spec in VIEW_SPECS for p in spec.partials if ":" in p]
     return tuple(dict.fromkeys([*_TILE_COLUMNS, *partial_columns]))
-
-
-def tile_input_query() -> str:
-    """The valid events as the tile operator reads them (the rowtime's watermarks come along)."""
-    return f"SELECT {', '.join(tile_columns())} FROM valid"
 
 
 def late_reason(config: FeatureJobConfig) -> str:
@@ -301,19 +162,6 @@ def tile_spec(config: FeatureJobConfig) -> str:
             } for spec in specs],
         } for keys, specs in groups.items()],
     })
-
-
-def inventory_query() -> str:
-    """Inventory is a state, not a window: every inventory event is a row; the newest version wins in Redis.
-
-    Its rows join the tile operator's (:func:`pipelines.feature_job.register_tiles`), so one stream of
-    value rows feeds both ``features.v1`` and the job's own online-store sink.
-    """
-    return f"""
-SELECT hotel_id, room_type, stay_date, 'stay_inventory', event_time_ms, {_VERSION}, publish_ms,
-  MAP['rooms_left', CAST(rooms_left AS DOUBLE), 'capacity', CAST(capacity AS DOUBLE),
-      'occupancy', 1.0 - CAST(rooms_left AS DOUBLE) / CAST(capacity AS DOUBLE)]
-FROM valid WHERE event_type = 'inventory'"""
 
 
 TILE_VALUES_VIEW = "tile_values"
