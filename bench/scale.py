@@ -167,12 +167,13 @@ def plot(figures: dict[str, float], path: Path) -> None:
               ("online reads (keys/s)", ["single_read_keys_s", "cluster_read_keys_s"], ["1 Redis", "cluster"]),
               ("feature job (events/s)", ["p1_eps", "p2_eps"], ["parallelism 1", "parallelism 2"])]
     panels = [p for p in panels if all(k in figures for k in p[1])]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.5))
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(4 * len(panels), 7), 3.5))
     for ax, (title, keys, labels) in zip([axes] if len(panels) == 1 else axes, panels, strict=True):
         ax.bar(labels, [figures[k] for k in keys], color=["#888888", "#3070b0"])
         ax.set_title(title)
     load = figures.get("load_start", float("nan"))
-    fig.suptitle(f"bench/scale.py, one host of {os.cpu_count()} cores, load average {load:.1f} at the start")
+    fig.suptitle(f"bench/scale.py, one host of {os.cpu_count()} cores, load average {load:.1f} at the start",
+                 fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
