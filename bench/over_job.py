@@ -1,14 +1,22 @@
 """Peers of the tiled feature job, bench only: the job as it was (five per-event OVER views +
-inventory + DLQ) and the engine's ceiling for our parse (parse + validate + DLQ into a blackhole).
+inventory + DLQ, on the SQL source side of :mod:`bench.sql_source`), the tiled job's own source side
+into a blackhole (the ceiling of any aggregation behind it) and a bare Kafka source (the engine's).
 
 Kept only until ``bench/ingest.py`` has recorded its CPU per event next to the tiled job's (issue
-13, item 8); production has one engine. It shares the tiled job's source, one-pass parse and
-validation as SQL (:mod:`bench.sql_source`), so the two differ in the aggregation alone.
+13, item 8); production has one engine. The OVER job parses and validates by the same contract rules
+(``ParseEvent.java``) as the tiled job's source, so the two differ in the source side's plumbing (SQL
+there, one JVM task here) and in the aggregation.
 """
 
 from __future__ import annotations
 
+from pyflink.common import WatermarkStrategy
+from pyflink.common.serialization import SimpleStringSchema
+from pyflink.datastream import DataStream, StreamExecutionEnvironment
+from pyflink.datastream.connectors.kafka import KafkaOffsetsInitializer, KafkaSource
+from pyflink.java_gateway import get_gateway
 from pyflink.table import StatementSet, StreamTableEnvironment
+from pyflink.util.java_utils import add_jars_to_context_class_loader
 
 from bench.sql_source import (
     _PUBLISH_MS,
@@ -21,7 +29,7 @@ from bench.sql_source import (
     valid_view,
 )
 from pipelines.config import FeatureJobConfig
-from pipelines.feature_sql import _kafka_with, dlq_sink_ddl
+from pipelines.feature_sql import _kafka_with, dlq_sink_ddl, source_spec
 
 OVER_TOPIC = "features.over"
 
@@ -94,28 +102,53 @@ def build_over_job(env: StreamTableEnvironment, config: FeatureJobConfig) -> Sta
 
 
 def build_parse_only_job(env: StreamTableEnvironment, config: FeatureJobConfig) -> StatementSet:
-    """Source, one-pass parse, validation and DLQ; valid rows into a blackhole: the ceiling of any aggregation."""
-    for statement in (*function_ddl(), source_ddl(config), dlq_sink_ddl(config)):
-        env.execute_sql(statement)
-    register_parsed(env)
-    env.execute_sql(classified_view(config))
-    env.execute_sql(valid_view(config))
-    columns = {"hotel_id": "STRING", "room_type": "STRING", "stay_date": "STRING", "event_type": "STRING",
-               "event_time_ms": "BIGINT", "price_shown": "DOUBLE", "rate": "DOUBLE", "lead_days": "DOUBLE"}
-    body = ", ".join(f"{name} {kind}" for name, kind in columns.items())
-    env.execute_sql(f"CREATE TEMPORARY TABLE parsed_sink ({body}) WITH ('connector' = 'blackhole')")
-    job = env.create_statement_set()
-    job.add_insert_sql(dlq_insert())
-    job.add_insert_sql(f"INSERT INTO parsed_sink SELECT {', '.join(columns)} FROM valid")
-    return job
+    """The tiled job's own source side (``SourceJob.java``: read, parse, validate, DLQ); valid rows into a blackhole.
 
-
-def build_source_only_job(env: StreamTableEnvironment, config: FeatureJobConfig) -> StatementSet:
-    """The engine's own ceiling on this host: the same Kafka source (raw bytes), nothing parsed, into a blackhole."""
-    env.execute_sql(source_ddl(config).replace(
-        "ts AS TO_TIMESTAMP_LTZ(COALESCE(event_time_of(payload), 0), 3)", "ts AS publish_ts"))
-    env.execute_sql("CREATE TEMPORARY TABLE raw_sink (payload BYTES, src_offset BIGINT) "
+    The ceiling of any aggregation behind this source.
+    """
+    env.execute_sql(dlq_sink_ddl(config))
+    add_jars_to_context_class_loader([config.functions_jar.resolve().as_uri()])
+    source = get_gateway().jvm.io.pricestream.flink.SourceJob.build(env._j_tenv.execEnv(), source_spec(config))
+    env.create_temporary_view("dead_letters", env.from_data_stream(DataStream(source.dlq())))
+    env.create_temporary_view("valid_rows", env.from_data_stream(DataStream(source.valid())))
+    env.execute_sql("CREATE TEMPORARY TABLE parsed_sink (hotel_id STRING, event_time_ms BIGINT, lead_days DOUBLE) "
                     "WITH ('connector' = 'blackhole')")
     job = env.create_statement_set()
-    job.add_insert_sql("INSERT INTO raw_sink SELECT payload, src_offset FROM src")
+    job.add_insert_sql("INSERT INTO dlq_sink SELECT payload, headers FROM dead_letters")
+    job.add_insert_sql("INSERT INTO parsed_sink SELECT hotel_id, event_time_ms, lead_days FROM valid_rows")
     return job
+
+
+class _StreamJob:
+    """A DataStream job in the shape ``bench/ingest.py`` runs a statement set: ``execute().wait()``."""
+
+    def __init__(self, env: StreamExecutionEnvironment, name: str) -> None:
+        self._env, self._name = env, name
+
+    def execute(self) -> _StreamJob:
+        self._client = self._env.execute_async(self._name)
+        return self
+
+    def wait(self) -> None:
+        self._client.get_job_execution_result().result()
+
+
+def build_source_only_job(env: StreamTableEnvironment, config: FeatureJobConfig) -> _StreamJob:
+    """The engine's own ceiling on this host: a bare DataStream Kafka source (values as text) into a discarding sink.
+
+    No SQL, no parse, no watermarks: what Flink's Kafka source costs per record on this machine.
+    """
+    stream_env = StreamExecutionEnvironment(env._j_tenv.execEnv())
+    source = (KafkaSource.builder()
+              .set_bootstrap_servers(config.bootstrap_servers)
+              .set_topics(config.topic(config.source_topic))
+              .set_group_id(f"{config.group_id}-bare")
+              .set_properties({"isolation.level": "read_committed", **config.kafka_properties})
+              .set_starting_offsets(KafkaOffsetsInitializer.earliest())
+              .set_bounded(KafkaOffsetsInitializer.latest())
+              .set_value_only_deserializer(SimpleStringSchema())
+              .build())
+    stream = stream_env.from_source(source, WatermarkStrategy.no_watermarks(), "bare Kafka source")
+    discard = get_gateway().jvm.org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink()
+    stream._j_data_stream.sinkTo(discard)
+    return _StreamJob(stream_env, "bare Kafka source")
