@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,6 +59,31 @@ class StackConfig(BaseModel):
     """PEM private key of ``redis_tls_cert`` (unencrypted; keep it mode 0600)."""
     redis_tls_ca: Path | None = None
     """PEM CA that Redis clients trust (default: ``redis_tls_cert`` itself, a self-signed certificate)."""
+
+    @model_validator(mode="after")
+    def _secure_beyond_loopback(self) -> StackConfig:
+        """A stack bound beyond loopback is a secure one: no open broker or Redis on a network.
+
+        Example:
+            >>> try:
+            ...     StackConfig(host="0.0.0.0")
+            ... except ValueError as e:
+            ...     print("expected a loopback address, or secure=True" in str(e))
+            True
+            >>> StackConfig(host="0.0.0.0", secure=True).secure
+            True
+        """
+        import ipaddress
+
+        try:
+            loopback = ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            loopback = self.host == "localhost"
+        if not loopback and not self.secure:
+            msg = (f"host: got {self.host!r} with secure=False, expected a loopback address, or secure=True "
+                   "(pricestream up --secure) for a stack bound beyond loopback")
+            raise ValueError(msg)
+        return self
 
     @property
     def kafka_tls(self) -> bool:
