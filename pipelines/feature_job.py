@@ -192,10 +192,15 @@ def run(config: FeatureJobConfig, *, wait: bool = True) -> TableResult:
 def _parse_args(argv: list[str] | None) -> FeatureJobConfig:
     parser = argparse.ArgumentParser(description="pricestream feature job")
     parser.add_argument("--config-json", help="FeatureJobConfig as JSON (overrides the flags)")
+    parser.add_argument("--config-file", type=Path,
+                        help="a file holding FeatureJobConfig as JSON (overrides the flags): a config with "
+                             "secrets (SASL, Redis passwords) stays off the command line, where `ps` shows it")
     parser.add_argument("--bootstrap", default="127.0.0.1:9092")
     parser.add_argument("--connector-jar", type=Path)
     parser.add_argument("--topic-prefix", default="")
     args = parser.parse_args(argv)
+    if args.config_file:
+        return FeatureJobConfig.model_validate_json(args.config_file.read_text())
     if args.config_json:
         return FeatureJobConfig.model_validate(json.loads(args.config_json))
     return FeatureJobConfig(

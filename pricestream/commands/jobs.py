@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import tempfile
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -156,8 +158,17 @@ def jobs_submit(
     if flink_cluster.overview(stack) is None:
         fail(f"no Flink cluster answers at {flink_cluster.rest_url(stack)}; start one with `pricestream flink up`")
     module = REPO_ROOT / "pipelines" / "feature_job.py"
-    with err.status(f"submitting {module.name} to {flink_cluster.rest_url(stack)}"):
-        job_id = flink_cluster.submit_python_job(stack, module, ["--config-json", config.model_dump_json()])
+    # The config holds the job's credentials on a secure stack: a file only its owner reads, not argv
+    # (which `ps` shows to every user); the client reads it while it builds the job, then it goes.
+    stack.state_dir.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix="job-config-", suffix=".json", dir=stack.state_dir)  # mode 0600
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(config.model_dump_json())
+        with err.status(f"submitting {module.name} to {flink_cluster.rest_url(stack)}"):
+            job_id = flink_cluster.submit_python_job(stack, module, ["--config-file", name])
+    finally:
+        Path(name).unlink(missing_ok=True)
     out.print(f"submitted {job}: job id {job_id} ({flink_cluster.rest_url(stack)}/#/job/running/{job_id})")
 
 

@@ -50,8 +50,10 @@ def cluster_run(stack: StackConfig, tmp_path_factory: pytest.TempPathFactory) ->
     job = job.model_copy(update={"parallelism": 2})
     try:
         flink_cluster.start(cluster)
+        config_file = tmp_path_factory.mktemp("flink-job") / "job.json"  # as `jobs submit` passes it: not in argv
+        config_file.write_text(job.model_dump_json())
         job_id = flink_cluster.submit_python_job(
-            cluster, REPO_ROOT / "pipelines" / "feature_job.py", ["--config-json", job.model_dump_json()]
+            cluster, REPO_ROOT / "pipelines" / "feature_job.py", ["--config-file", str(config_file)]
         )
         state = flink_cluster.wait_for_job(cluster, job_id, timeout_s=300.0)
         jobs = flink_cluster.list_jobs(cluster)
