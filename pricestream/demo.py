@@ -248,7 +248,7 @@ def _start(settings: Settings, *, hotels: int, seed: int, history: datetime, say
     try:
         _warm_up(run, market, history, seed=seed - 1, say=say)  # Kafka keeps it until the feature job is up
         deployment.wait_ready(timeout_s=_READY_S, on_wait=lambda waiting: say(f"waiting for {waiting}"))
-    except DeploymentError:
+    except BaseException:  # a refused start, a probe's surprise or Ctrl-C: never leave the processes running
         deployment.stop()
         raise
     http = httpx.Client(base_url=deployment.base_url, timeout=30.0)

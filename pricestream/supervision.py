@@ -295,7 +295,9 @@ def probe(url: str) -> tuple[str, int | None]:
             body = json.loads(exc.read() or b"{}")
         except ValueError:
             return f"http {exc.code}", None
-    except (OSError, ValueError):
+    except (OSError, ValueError, http.client.HTTPException):
+        # HTTPException: not an HTTP answer, e.g. a probe of a port nobody has bound yet in the ephemeral
+        # range that connected to itself (TCP self-connect) and read its own request back.
         return "not answering", None
     lag = body.get("lag_total")
     if body.get("status") == "ok":

@@ -15,7 +15,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -32,14 +31,12 @@ from infra.config import StackConfig
 from pricestream.cli import app
 from pricestream.settings import Settings
 from routing.delivery import DeliveryConfig, assign_arm
-from tests.integration.serve_helpers import Server, seed_models, stack_env, start_serve
+from tests.integration.serve_helpers import Server, free_port, seed_models, stack_env, start_serve
 
 pytestmark = pytest.mark.integration
 
 WAIT_S = 60.0
 """Bound on waiting for a change to show (a loaded 2-core host); a bound on waiting, not an assertion."""
-PORTS = range(38100, 38999)
-"""This suite's serve processes bind here (the scale-out helper's port range)."""
 _PUBLISHED = re.compile(r"published\s+as\s+control\s+v(\d+)\s+at\s+(\S+)")
 
 
@@ -47,19 +44,14 @@ _TAKEN: set[int] = set()
 
 
 def _port() -> int:
-    """A free port of :data:`PORTS` not handed out before (replicas start side by side)."""
-    for port in PORTS:
-        if port in _TAKEN:
-            continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            _TAKEN.add(port)
-            return port
-    msg = f"no free port in {PORTS}"
-    raise RuntimeError(msg)
+    """A port the OS hands out as free, not handed out before (replicas start side by side).
+
+    Not a fixed range: ports in the ephemeral range are taken by outgoing connections at any time.
+    """
+    while (port := free_port()) in _TAKEN:
+        pass
+    _TAKEN.add(port)
+    return port
 
 
 def _copy_version(registry: ModelRegistry, source: Path, root: Path, version: str) -> str:
@@ -151,7 +143,13 @@ def fleet(stack: StackConfig, tmp_path_factory: pytest.TempPathFactory) -> Itera
     servers: list[Server] = []
     names, ports = ("r0", "r1", "r2"), [_port() for _ in range(3)]
     with ThreadPoolExecutor(3) as pool:  # three replicas start side by side, as a deployment's would
-        servers.extend(pool.map(replica, names, ports))
+        futures = [pool.submit(replica, name, port) for name, port in zip(names, ports, strict=True)]
+    failed = [e for f in futures if (e := f.exception()) is not None]
+    servers.extend(f.result() for f in futures if f.exception() is None)
+    if failed:  # leave no replica running behind a failed start
+        for server in servers:
+            server.terminate()
+        raise failed[0]
     assert len({s.proc.pid for s in servers}) == 3 and all(s.proc.poll() is None for s in servers)
     fleet = {"operator": operator, "servers": servers, "replica": replica, "live": live.version, **versions}
     yield fleet
