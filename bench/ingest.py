@@ -65,13 +65,9 @@ from pricestream.settings import Settings
 
 try:
     from bench.over_job import OVER_TOPIC, build_over_job, build_parse_only_job, build_source_only_job
-except ModuleNotFoundError:  # run as a script: bench/ is the path's first entry
-    from over_job import (  # type: ignore[no-redef]
-        OVER_TOPIC,
-        build_over_job,
-        build_parse_only_job,
-        build_source_only_job,
-    )
+except ModuleNotFoundError:  # run as a script: bench/ is the path's first entry, the repo root is not
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench.over_job import OVER_TOPIC, build_over_job, build_parse_only_job, build_source_only_job
 
 PARTITIONS = 6  # as events.topics registers behaviour.events and features.v1
 _REST_GONE_S = 180.0  # REST silent this long after answering: the job's MiniCluster is gone (a busy host is slow)

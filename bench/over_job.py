@@ -18,28 +18,16 @@ from pyflink.java_gateway import get_gateway
 from pyflink.table import StatementSet, StreamTableEnvironment
 from pyflink.util.java_utils import add_jars_to_context_class_loader
 
-try:
-    from bench.sql_source import (
-        _PUBLISH_MS,
-        _VERSION,
-        classified_view,
-        dlq_insert,
-        function_ddl,
-        register_parsed,
-        source_ddl,
-        valid_view,
-    )
-except ModuleNotFoundError:  # run as a script (bench/ingest.py): bench/ is the path's first entry
-    from sql_source import (  # type: ignore[no-redef]
-        _PUBLISH_MS,
-        _VERSION,
-        classified_view,
-        dlq_insert,
-        function_ddl,
-        register_parsed,
-        source_ddl,
-        valid_view,
-    )
+from bench.sql_source import (
+    _PUBLISH_MS,
+    _VERSION,
+    classified_view,
+    dlq_insert,
+    function_ddl,
+    register_parsed,
+    source_ddl,
+    valid_view,
+)
 from pipelines.config import FeatureJobConfig
 from pipelines.feature_sql import _kafka_with, dlq_sink_ddl, source_spec
 

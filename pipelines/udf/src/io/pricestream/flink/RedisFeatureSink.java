@@ -513,24 +513,8 @@ public final class RedisFeatureSink implements Sink<RowData> {
             List<Response<Object>> replies = new ArrayList<>();
             try (Pipeline pipe = jedis.pipelined()) {
                 byte[] script = sha.getBytes(StandardCharsets.US_ASCII);
-                for (int start = 0; start < rows.size(); start += spec.rowsPerCall) {
-                    int end = Math.min(rows.size(), start + spec.rowsPerCall);
-                    List<byte[]> keys = new ArrayList<>(end - start);
-                    List<byte[]> args = new ArrayList<>();
-                    for (int r = start; r < end; r++) {
-                        Pending p = rows.get(r);
-                        keys.add(p.key);
-                        args.add(Integer.toString(p.values.length + 1).getBytes(StandardCharsets.US_ASCII));
-                        args.add(p.layout.versionField);
-                        args.add(Long.toString(p.version).getBytes(StandardCharsets.US_ASCII));
-                        args.add(p.layout.tsField);
-                        args.add(encodeTimestamp(p.featureTime));
-                        for (int i = 0; i < p.values.length; i++) {
-                            args.add(p.layout.fields.get(i));
-                            args.add(p.values[i]);
-                        }
-                    }
-                    replies.add(pipe.evalsha(script, keys, args));
+                for (List<Pending> chunk : chunks(rows)) {
+                    replies.add(pipe.evalsha(script, keys(chunk), scriptArgs(chunk)));
                 }
                 pipe.sync();
             } catch (JedisDataException e) {

@@ -298,9 +298,10 @@ public final class SourceJob {
             boolean plausible = flags == null || !flags.contains("price_outlier");
             boolean complimentary = flags != null && flags.contains("complimentary");
             String kind = (String) row.getField(4);
+            int rooms = (Integer) row.getField(14);
             Row valid = new Row(columns.length);
             for (int i = 0; i < columns.length; i++) {
-                valid.setField(i, value(columns[i], row, kind, plausible, complimentary));
+                valid.setField(i, value(columns[i], row, kind, rooms, plausible, complimentary));
             }
             out.collect(valid);
             if ("inventory".equals(kind)) {
@@ -308,8 +309,8 @@ public final class SourceJob {
             }
         }
 
-        private static Object value(Column column, Row row, String kind, boolean plausible, boolean complimentary) {
-            int rooms = (Integer) row.getField(14);
+        private static Object value(Column column, Row row, String kind, int rooms, boolean plausible,
+                                    boolean complimentary) {
             switch (column) {
                 case HOTEL_ID: return row.getField(5);
                 case ROOM_TYPE: return row.getField(6);
