@@ -59,3 +59,100 @@ def test_stage_one_a_hotel_with_no_model_yet_gets_the_rules_price_with_the_rules
     assert abs(decision.price - 198.0) < 1e-6  # its base rate 180 x the lead-time ladder's 1.1
     assert "lead_time_ladder" in decision.rule_ids  # the reason, recorded on the decision
     assert decision.complexity > 0.10  # cold: above the rules cut-off, a model tier would have priced it
+
+
+# Stages two and three (pricing.cold_start): the stage rule, the pooled model, the hotel's own labels.
+
+from pricing.cold_start import (  # noqa: E402
+    ColdStartConfig,
+    ColdStartScorer,
+    HotelHistory,
+    refit_bundles,
+    stage_counts,
+    stage_of,
+)
+from pricing.training import read_meta  # noqa: E402
+
+STAGE_CFG = ColdStartConfig(transfer_after_days=1.0, own_after_labels=300, own_after_bookings=20, own_weight=4.0,
+                            pooled_rows=1500, refit_trees=40)
+
+
+def _frame(rng: np.random.Generator, n: int, wtp: float) -> pd.DataFrame:
+    """Label rows of hotels whose booking probability is ``1 / (1 + (price / wtp) ** 2.5)``, base rate 150."""
+    frame = pd.DataFrame(rng.uniform(0, 1, size=(n, len(LIGHT_COLUMNS))), columns=list(LIGHT_COLUMNS))
+    frame["price"] = np.exp(rng.uniform(math.log(60.0), math.log(500.0), n))
+    frame["base_rate"] = 150.0
+    frame["booked"] = (rng.random(n) < 1 / (1 + (frame["price"] / wtp) ** 2.5)).astype(int)
+    return frame
+
+
+def _cold_scorer(tmp_path: object) -> tuple[ColdStartScorer, pd.DataFrame, str]:
+    pooled_frame = _frame(np.random.default_rng(1), 1500, wtp=220.0)
+    pooled = train_bundle(pooled_frame, f"{tmp_path}/pooled", tier="light", config=DemandModelConfig(num_trees=30))
+    rules = RuleSet.from_yaml(RULES + "base_rates:\n  - {hotel: h-new, room_type: std, rate: 150}\n")
+
+    def scorer(light: object) -> Scorer:
+        return Scorer(ScorerConfig(stale_after_s=None), rules=rules, feature_source=MemoryFeatureSource(),
+                      light=light, heavy=None, router=TieredRouter())  # type: ignore[arg-type]
+
+    def refit(hotel: str, own: pd.DataFrame) -> Scorer:
+        paths = refit_bundles([pooled.path], own, f"{tmp_path}/own-{hotel}", config=STAGE_CFG,
+                              pooled_frame=pooled_frame, seed=0)
+        return scorer(load_pricer(paths[0]))
+
+    cold = ColdStartScorer(STAGE_CFG, rules=scorer(None), pooled=scorer(load_pricer(pooled.path)), refit=refit)
+    return cold, pooled_frame, pooled.version
+
+
+def _request(at: datetime, days_out: int = 30) -> PricingRequest:
+    return PricingRequest(hotel_id="h-new", room_type="std", stay_date=at.date() + timedelta(days=days_out),
+                          event_time=at)
+
+
+def test_the_stage_rule_moves_a_hotel_at_its_thresholds() -> None:
+    at = NOW + timedelta(days=5)
+    just_before = stage_of(HotelHistory(NOW + timedelta(days=1, seconds=1), 0, 0), NOW + timedelta(days=2), STAGE_CFG)
+    assert just_before[0] == "rules" and "< 1.0" in just_before[1]
+    assert stage_of(HotelHistory(NOW + timedelta(days=1), 0, 0), NOW + timedelta(days=2), STAGE_CFG)[0] == "transfer"
+    assert stage_of(HotelHistory(NOW, 299, 50), at, STAGE_CFG)[0] == "transfer"  # one label short
+    assert stage_of(HotelHistory(NOW, 300, 19), at, STAGE_CFG)[0] == "transfer"  # one booking short
+    own = stage_of(HotelHistory(NOW, 300, 20), at, STAGE_CFG)
+    assert own == ("own", "own: 300 labels >= 300 and 20 bookings >= 20")
+    assert stage_of(HotelHistory(None, 0, 0), at, STAGE_CFG)[0] == "rules"  # never seen: day one
+
+
+def test_stage_two_prices_a_new_hotel_with_the_pooled_model_after_its_first_day(tmp_path: object) -> None:
+    cold, _, pooled_version = _cold_scorer(tmp_path)
+    first = cold.price(_request(NOW))
+    second = cold.price(_request(NOW + timedelta(days=1, hours=1)))
+    assert first.tier == "rules" and first.rule_ids[-1] == "cold_start:rules" and first.model_version is None
+    assert abs(first.price - 150.0) < 1e-6  # the base rate: no ladder fires 30 days out with no features
+    assert second.tier == "light" and second.rule_ids[-1] == "cold_start:transfer"
+    assert second.model_version == pooled_version
+    assert second.price > first.price + 15.0  # the pooled model's price (its hotels pay more), not the rules'
+    assert 60.0 <= second.price <= 500.0
+    assert dict(stage_counts([first, second])) == {"rules": 1, "transfer": 1, "own": 0}
+
+
+def test_stage_three_refits_on_the_hotels_own_labels_and_follows_them(tmp_path: object) -> None:
+    """The new hotel's guests pay far more than the pooled hotels' (wtp 420 vs 220): its own model prices higher."""
+    cold, _, pooled_version = _cold_scorer(tmp_path)
+    cold.price(_request(NOW))
+    at = NOW + timedelta(days=2)
+    transfer = cold.price(_request(at))
+    own = _frame(np.random.default_rng(2), 299, wtp=420.0)
+    for row in own.itertuples():
+        request = _request(at)
+        decision = transfer.model_copy(update={"price": float(row.price)})
+        cold.learn_one(request, decision, bool(row.booked))
+    assert cold.stage("h-new", at)[0] == "transfer"  # 299 labels: one short
+    request = _request(at)
+    cold.learn_one(request, transfer.model_copy(update={"price": 200.0}), True)
+    assert cold.stage("h-new", at)[0] == "own"
+    refitted = cold.price(_request(at))
+    assert refitted.rule_ids[-1] == "cold_start:own" and refitted.tier == "light"
+    assert refitted.model_version not in (None, pooled_version)
+    meta = read_meta(tmp_path / "own-h-new" / "light")  # type: ignore[operator]
+    assert meta["parent"] == pooled_version  # continued from the pooled model
+    assert meta["rows"] == 300 + 1500  # its own 300 labels and the pooled sample
+    assert refitted.price > transfer.price * 1.1  # its own guests' willingness to pay moved the price up

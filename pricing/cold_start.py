@@ -1,0 +1,246 @@
+"""Cold start for a new hotel, in three stages: rules, a model transferred from similar hotels, its own labels.
+
+A hotel the platform has never priced has no features history and no labels of
+its own. It is priced in three stages, decided by one rule a platform engineer
+can read (:func:`stage_of`, thresholds in :class:`ColdStartConfig`):
+
+1. ``rules`` until it has ``transfer_after_days`` of history: the rules tier
+   prices it from its base rate (no model has seen it or its features yet);
+2. ``transfer`` from then on: the pooled models of the mature hotels price it.
+   They carry no hotel id; a hotel enters them through its descriptors, the
+   base rate (its price level: every model prices relative to it,
+   ``price_to_base_rate``), the competitor median and its stream features, and
+   through the pooled price response (:mod:`pricing.price_response`), one
+   curve in ``price / base_rate`` for every hotel;
+3. ``own`` once it has ``own_after_labels`` labels with at least
+   ``own_after_bookings`` bookings: the pooled models get ``refit_trees`` more
+   trees per member by continued training (``init_model``) on its own labels,
+   weighted ``own_weight`` against a sample of the pooled rows, and the price
+   response is refitted on the same weighted rows (:func:`refit_bundles`).
+
+The stage a decision was priced in is recorded on it as a rule id,
+``cold_start:<stage>``, next to the tier that priced it. A hotel in the pooled
+models' own training data (``mature``) is in stage ``own`` from the start.
+
+Example:
+    >>> from datetime import UTC, datetime, timedelta
+    >>> cfg = ColdStartConfig(transfer_after_days=1, own_after_labels=200, own_after_bookings=5)
+    >>> t0 = datetime(2026, 5, 1, tzinfo=UTC)
+    >>> stage_of(HotelHistory(first_seen=t0, labels=0, bookings=0), t0 + timedelta(hours=3), cfg)[0]
+    'rules'
+    >>> stage_of(HotelHistory(t0, labels=150, bookings=9), t0 + timedelta(days=2), cfg)
+    ('transfer', 'transfer: 2.0 days of history >= 1.0; 150 labels < 200 or 9 bookings < 5')
+    >>> stage_of(HotelHistory(t0, labels=250, bookings=9), t0 + timedelta(days=3), cfg)[0]
+    'own'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from events.models import PricingDecision, PricingRequest
+from pricing.errors import TrainingError
+from pricing.models import DemandModelConfig
+from pricing.scorer import Scorer
+from pricing.training import read_meta, train_bundle
+from pricing.vectorize import HEAVY_COLUMNS, LIGHT_COLUMNS, input_columns, request_values
+
+Stage = Literal["rules", "transfer", "own"]
+STAGES: tuple[Stage, ...] = ("rules", "transfer", "own")
+RULE_PREFIX = "cold_start:"
+"""Rule id prefix of the stage recorded on a decision (``cold_start:transfer``)."""
+
+
+class ColdStartConfig(BaseModel):
+    """The stage thresholds and the refit of stage three (settings ``PRICESTREAM_COLD_START_*``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    transfer_after_days: float = Field(default=1.0, ge=0.0)
+    """Days since the hotel's first request before the pooled models price it (day one is rules)."""
+    own_after_labels: int = Field(default=300, ge=1)
+    """Labels of its own (decisions joined with outcomes) before its models are refitted on them."""
+    own_after_bookings: int = Field(default=10, ge=0)
+    """Bookings among those labels: a refit on no positives learns nothing about demand."""
+    own_weight: float = Field(default=4.0, gt=0.0)
+    """Weight of one of its own labels against one pooled row in the refit."""
+    pooled_rows: int = Field(default=4000, ge=0)
+    """Pooled rows (seeded sample) kept in the refit, so that the price response stays identified."""
+    refit_trees: int = Field(default=20, ge=1)
+    """Trees added to each member by continued training on the refit rows."""
+
+
+class HotelHistory(NamedTuple):
+    """What the platform knows of one hotel: when it first asked for a price, its labels and bookings."""
+
+    first_seen: datetime | None
+    labels: int = 0
+    bookings: int = 0
+
+    def days(self, at: datetime) -> float:
+        """Days of history at ``at`` (0 before its first request)."""
+        return 0.0 if self.first_seen is None else max((at - self.first_seen).total_seconds() / 86_400.0, 0.0)
+
+
+def stage_of(history: HotelHistory, at: datetime, config: ColdStartConfig) -> tuple[Stage, str]:
+    """The hotel's stage at ``at`` and the reason, in the words of the thresholds (see the module)."""
+    days, cfg = history.days(at), config
+    if days < cfg.transfer_after_days:
+        return "rules", f"rules: {days:.1f} days of history < {cfg.transfer_after_days:.1f}"
+    if history.labels >= cfg.own_after_labels and history.bookings >= cfg.own_after_bookings:
+        return "own", (f"own: {history.labels} labels >= {cfg.own_after_labels} and "
+                       f"{history.bookings} bookings >= {cfg.own_after_bookings}")
+    return "transfer", (f"transfer: {days:.1f} days of history >= {cfg.transfer_after_days:.1f}; "
+                        f"{history.labels} labels < {cfg.own_after_labels} or "
+                        f"{history.bookings} bookings < {cfg.own_after_bookings}")
+
+
+def label_row(request: PricingRequest, decision: PricingDecision, booked: bool) -> dict[str, Any]:
+    """A training row from a decision and its outcome: the features it saw, the request's, price, ``booked``."""
+    return {**decision.features, **request_values(request), "price": decision.price, "booked": int(booked),
+            "hotel_id": request.hotel_id}
+
+
+def refit_bundles(
+    pooled: Sequence[str | Path],
+    own: pd.DataFrame,
+    out_dir: str | Path,
+    *,
+    config: ColdStartConfig,
+    pooled_frame: pd.DataFrame | None = None,
+    seed: int = 0,
+) -> list[Path]:
+    """Stage three: each pooled bundle continued on the hotel's own labels; one new bundle per tier.
+
+    Args:
+        pooled: bundle directories of the pooled models (light and/or heavy).
+        own: the hotel's label rows (:func:`label_row`): its features, ``price``, ``base_rate``, ``booked``;
+            an input column it lacks is missing (NaN), as a feature the stream did not have.
+        out_dir: ``<out_dir>/<tier>`` is written per bundle.
+        config: ``own_weight``, ``pooled_rows``, ``refit_trees``.
+        pooled_frame: rows the pooled models were trained on; ``pooled_rows`` of them are kept (weight 1).
+        seed: seeds the pooled sample and the boosters.
+
+    Raises:
+        TrainingError: if ``own`` has no ``booked``, ``price`` or ``base_rate`` column, or too few rows.
+        BundleError: if a pooled bundle is unreadable.
+    """
+    missing = [c for c in ("booked", "price", "base_rate") if c not in own.columns]
+    if missing:
+        raise TrainingError(field="own.columns", value=missing, expected="booked, price and base_rate")
+    keep = [*dict.fromkeys((*input_columns(HEAVY_COLUMNS), *input_columns(LIGHT_COLUMNS), "booked", "weight"))]
+    parts = [_numeric(own.assign(weight=config.own_weight * _weights(own)), keep)]
+    if pooled_frame is not None and config.pooled_rows and len(pooled_frame):
+        sample = pooled_frame.sample(n=min(config.pooled_rows, len(pooled_frame)), random_state=seed)
+        parts.append(_numeric(sample.assign(weight=_weights(sample)), keep))
+    rows = pd.concat(parts, ignore_index=True)
+    out = []
+    for bundle in pooled:
+        tier = read_meta(bundle)["tier"]
+        columns = LIGHT_COLUMNS if tier == "light" else HEAVY_COLUMNS
+        frame = rows[[*dict.fromkeys((*input_columns(columns), "booked", "weight"))]]
+        info = train_bundle(frame, Path(out_dir) / tier, tier=tier, seed=seed, init_model=bundle,
+                            config=DemandModelConfig(num_trees=config.refit_trees))
+        out.append(info.path)
+    return out
+
+
+def _numeric(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """``columns`` of ``frame`` as float64 (a column it lacks, or a ``None``, is NaN: a missing feature)."""
+    return frame.reindex(columns=list(columns)).apply(pd.to_numeric, errors="coerce").astype(np.float64)
+
+
+def _weights(frame: pd.DataFrame) -> pd.Series:
+    return frame["weight"] if "weight" in frame.columns else pd.Series(1.0, index=frame.index)
+
+
+Refit = Callable[[str, pd.DataFrame], Scorer]
+"""``(hotel_id, its label rows) -> the scorer of its own models`` (e.g. :func:`refit_bundles` + ``load_pricer``)."""
+
+
+@dataclass
+class _Hotel:
+    first_seen: datetime | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    bookings: int = 0
+    own: Scorer | None = None
+
+
+class ColdStartScorer:
+    """Prices each hotel with the scorer of its stage and records the stage on the decision.
+
+    Args:
+        config: the thresholds.
+        rules: a scorer with no model tiers (stage one).
+        pooled: the scorer of the pooled models (stage two; ``None``: rules until a hotel has its own).
+        refit: builds a hotel's own scorer when it reaches stage three (``None``: it stays on the pooled one).
+        mature: hotels in the pooled models' training data (stage ``own``, on the pooled scorer).
+    """
+
+    def __init__(self, config: ColdStartConfig, *, rules: Scorer, pooled: Scorer | None,
+                 refit: Refit | None = None, mature: Iterable[str] = ()) -> None:
+        self.config, self.rules, self.pooled, self.refit = config, rules, pooled, refit
+        self.mature = frozenset(mature)
+        self.hotels: dict[str, _Hotel] = {}
+
+    def history(self, hotel_id: str) -> HotelHistory:
+        h = self.hotels.get(hotel_id, _Hotel())
+        return HotelHistory(h.first_seen, len(h.rows), h.bookings)
+
+    def stage(self, hotel_id: str, at: datetime) -> tuple[Stage, str]:
+        """The stage the hotel's next request at ``at`` is priced in, and why."""
+        if hotel_id in self.mature:
+            return "own", "own: a mature hotel, in the pooled models' training data"
+        return stage_of(self.history(hotel_id), at, self.config)
+
+    def price(self, request: PricingRequest) -> PricingDecision:
+        """Price ``request`` in its hotel's stage; the decision's ``rule_ids`` end with ``cold_start:<stage>``."""
+        hotel = self.hotels.setdefault(request.hotel_id, _Hotel())
+        if hotel.first_seen is None:
+            hotel.first_seen = request.event_time
+        stage, _ = self.stage(request.hotel_id, request.event_time)
+        scorer = self._scorer(request.hotel_id, hotel, stage)
+        used: Stage = "rules" if scorer is self.rules else stage
+        if stage == "own" and scorer is self.pooled and request.hotel_id not in self.mature:
+            used = "transfer"
+        decision, trail = scorer.price_traced(request)
+        decision = decision.model_copy(update={"rule_ids": (*decision.rule_ids, RULE_PREFIX + used)})
+        scorer.record(request, decision, trail)
+        return decision
+
+    def learn_one(self, request: PricingRequest, decision: PricingDecision, booked: bool) -> None:
+        """One label of the hotel's own (a decision joined with its outcome)."""
+        hotel = self.hotels.setdefault(request.hotel_id, _Hotel(first_seen=request.event_time))
+        hotel.rows.append(label_row(request, decision, booked))
+        hotel.bookings += int(booked)
+
+    def own_frame(self, hotel_id: str) -> pd.DataFrame:
+        """The hotel's own label rows so far."""
+        return pd.DataFrame(self.hotels.get(hotel_id, _Hotel()).rows)
+
+    def _scorer(self, hotel_id: str, hotel: _Hotel, stage: Stage) -> Scorer:
+        if stage == "rules":
+            return self.rules
+        if stage == "own" and hotel.own is None and self.refit is not None and hotel_id not in self.mature:
+            hotel.own = self.refit(hotel_id, self.own_frame(hotel_id))
+        if stage == "own" and hotel.own is not None:
+            return hotel.own
+        return self.pooled if self.pooled is not None else self.rules
+
+
+def stage_counts(decisions: Iterable[PricingDecision]) -> Mapping[Stage, int]:
+    """Decisions per recorded stage (for reports)."""
+    counts: dict[Stage, int] = dict.fromkeys(STAGES, 0)
+    for d in decisions:
+        for rule in d.rule_ids:
+            if rule.startswith(RULE_PREFIX) and rule[len(RULE_PREFIX):] in counts:
+                counts[rule[len(RULE_PREFIX):]] += 1  # type: ignore[index]
+    return counts
