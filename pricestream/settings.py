@@ -165,6 +165,14 @@ class Settings(BaseSettings):
     """Relative half-width of the shown-price exploration band of the model tiers (0: no exploration)."""
     explore_arms: int = Field(default=5, ge=1, le=101)
     """Prices in the exploration band (their propensity is logged with each decision)."""
+    cold_start_transfer_after_days: float = Field(default=1.0, ge=0.0)
+    """Cold start: days since a new hotel's first request before the pooled models price it (``pricing.cold_start``)."""
+    cold_start_own_after_labels: int = Field(default=300, ge=1)
+    """Cold start: labels of its own before a new hotel's models are refitted on them (stage three)."""
+    cold_start_own_after_bookings: int = Field(default=10, ge=0)
+    """Cold start: bookings among those labels before the refit."""
+    cold_start_own_weight: float = Field(default=4.0, gt=0.0)
+    """Cold start: weight of one of the hotel's own labels against one pooled row in the refit."""
     job_idle_timeout_ms: int | None = Field(default=None, gt=0)
     """The feature job's source idleness timeout (``None``: the job's default)."""
     job_writes_online: bool = True
