@@ -10,6 +10,11 @@ are those of an average hotel of the preset) and counts as ``P(book | price)`` e
 carry no booking-draw noise. Capacity is not simulated here: a sold-out night
 would thin its late bookings a little.
 
+Occupancy (:func:`occupancy`) is the one figure with capacity: every night of the
+year at the static price, the rooms its stays hold at check-in net of
+cancellations (:meth:`Market.expected_bookings_before`, the warm start's count),
+bookings Poisson and capped at the night's rooms.
+
 Example:
     >>> from events.simulator.presets import preset
     >>> figures = measure(Market(preset("city", hotels=2, seed=1)), n=1500, seed=0)
@@ -24,6 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+from scipy.stats import poisson
 
 from events.simulator.market import Market
 from events.simulator.offers import _candidates
@@ -31,6 +37,7 @@ from events.simulator.presets import Target, targets
 
 _DAY = 86_400.0
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+_OCCUPANCY_STEP = 2  # every other night of the year: the figure moves by under a point, at half the time
 _OVERSAMPLE = 6  # candidates per kept offer: about half fall outside the year of arrivals
 
 
@@ -81,6 +88,35 @@ def _level(market: Market, h: int, r: int, ordinal: int) -> float:
     return market.wtp_base(h, r, ordinal) / (night * cfg.base_prices[cfg.room_types[r]])
 
 
+def occupancy(market: Market, *, step: int = 1) -> float:
+    """Mean share of rooms held at check-in over a year of arrival nights at the static price (every ``step``-th).
+
+    A night's bookings are Poisson with the warm start's mean (net of cancellations when the market's warm start
+    is, which the presets' is), in units of the market's mean rooms per booking, and capped at its rooms.
+
+    Example:
+        >>> from events.simulator.presets import preset
+        >>> 0.0 < occupancy(Market(preset("resort", hotels=1)), step=7) < 1.0
+        True
+    """
+    cfg = market.config
+    weights = np.array([seg.share for seg in cfg.segments])
+    per_booking = float(weights @ [(seg.rooms[0] + seg.rooms[1]) / 2.0 for seg in cfg.segments] / weights.sum())
+    first = int(cfg.start.timestamp() // _DAY) + _EPOCH_ORDINAL + cfg.horizon_days
+    held, rooms = [], []
+    for h in range(cfg.hotels):
+        for r in range(len(cfg.room_types)):
+            for o in range(first, first + 365, step):
+                held.append(market.expected_bookings_before(h, r, o, market.checkin_ts(o) - 60.0))
+                rooms.append(market.capacity_at(h, r))
+    mean = np.array(held) / per_booking
+    cap = np.array(rooms, dtype=float)
+    slots = np.floor(cap / per_booking).astype(int)
+    # E[min(B, k)] = sum_{j<k} P(B > j) for a Poisson B
+    kept = np.array([poisson.sf(np.arange(k), m).sum() if k > 0 else 0.0 for k, m in zip(slots, mean, strict=True)])
+    return float(np.mean(np.minimum(kept * per_booking / cap, 1.0)))
+
+
 def measure(market: Market, *, n: int = 8000, seed: int = 0) -> dict[str, float]:
     """The figures that :func:`check` compares (prices in the market's currency, leads in days)."""
     rng = np.random.default_rng(seed)
@@ -107,6 +143,7 @@ def measure(market: Market, *, n: int = 8000, seed: int = 0) -> dict[str, float]
         "lead_median": _weighted_quantile(lead, book, 0.5),
         "lead_p90": _weighted_quantile(lead, book, 0.9),
         "cancel_rate": float((cancel * book).sum() / book.sum()),
+        "occupancy": occupancy(market, step=_OCCUPANCY_STEP),
     }
     for k, name in enumerate(names):
         mine = s == k

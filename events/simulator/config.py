@@ -166,6 +166,10 @@ class MarketConfig(BaseModel):
         stays_hold_nights: a booking of ``n`` nights holds a room on each of the ``n`` nights from its
             check-in (and a cancellation frees them all), as in a real hotel. ``False`` (the ``flat``
             market, kept for the existing tests): it holds a room of its check-in night only.
+        warm_start_net: the warm start (nights already open when a simulation starts) holds only the
+            bookings that will check in, each segment's cancellation rate taken out: its bookings carry no
+            scheduled cancellation, so counting them gross would sell the rooms those cancellations free.
+            ``False`` (``flat``): gross, as before.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -202,6 +206,7 @@ class MarketConfig(BaseModel):
     check_in_hour: int = Field(default=15, ge=0, le=23)
     segments: tuple[Segment, ...] = Field(default_factory=default_segments)
     stays_hold_nights: bool = False
+    warm_start_net: bool = False
 
     @field_validator("start")
     @classmethod

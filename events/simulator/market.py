@@ -380,7 +380,11 @@ class Market:
         return float(prices[int(np.argmax(curve))])
 
     def expected_bookings_before(self, h: int, r: int, ordinal: int, ts: float) -> float:
-        """Rooms expected to be booked for the night before ``ts``, at the reference price (for warm starts)."""
+        """Rooms expected to be booked for the night before ``ts``, at the reference price (for warm starts).
+
+        Net of cancellations when ``config.warm_start_net``; with ``ts`` just before check-in, the rooms a
+        night holds at check-in under the static price, before capacity (``calibration`` reads occupancy so).
+        """
         cfg = self.config
         lead = (self.checkin_ts(ordinal) - ts) / _DAY_S
         if lead <= 0 or lead >= cfg.horizon_days:
@@ -397,7 +401,8 @@ class Market:
             # a stay holding every night: the night also carries the earlier check-ins' stays, about as
             # many as its own check-ins times their mean stay (neighbouring nights alike)
             held = seg.nights_mean if cfg.stays_hold_nights else 1.0
-            total += mass * cfg.view_prob * p * (seg.rooms[0] + seg.rooms[1]) / 2.0 * held
+            kept = 1.0 - seg.cancel_rate if cfg.warm_start_net else 1.0
+            total += mass * cfg.view_prob * p * (seg.rooms[0] + seg.rooms[1]) / 2.0 * held * kept
         return total
 
 

@@ -28,9 +28,13 @@ from events.simulator.errors import UnknownKeyError
 _RATE_SCANS = 0.3
 """Competitor rate updates per stay night per day: a rate shopper scanning a 450-day horizon every few days
 (at the flat market's 1.5 a day, competitor events were half of all records and half the simulation time)."""
-_VOLUME = 4.3
-"""Shoppers per room-night of capacity (the flat market's figure): a stay holds every night it covers, so a
-preset's shoppers per check-in night are this divided by its mean stay, and the rooms a night sells stay the same."""
+_VOLUME = {"resort": 5.5, "city": 9.0}
+"""Shoppers per room-night of capacity: a stay holds every night it covers, so a preset's shoppers per check-in
+night are this divided by its mean stay. Set for the year's occupancy at the static price net of cancellations
+(the ``occupancy`` target): 56% resort, 70% city (4.3, the flat market's figure, gave 50% / 41%: the presets
+cancel 28-42% of bookings, the flat market 10-25%). The resort's stays a 3.9x swing of willingness to pay over a
+year at one static price, so its peak sells out whatever the volume, and more volume fills May and June months
+ahead (at 8.0: 4-19% of rooms left 20-120 nights out on 17 April) for a few points of the year's occupancy."""
 _WEEKDAYS = (1.3, 1.4, 1.4, 1.25, 0.7, 0.4, 0.55)
 _WEEKENDS = (0.8, 0.75, 0.8, 0.95, 1.35, 1.5, 0.85)
 
@@ -67,10 +71,11 @@ def _segments(
     )
 
 
-def _holding(config: MarketConfig) -> MarketConfig:
-    """``config`` with stays holding every night and the check-in volume divided by the mean stay."""
+def _holding(config: MarketConfig, volume: float) -> MarketConfig:
+    """``config`` with stays holding every night, a warm start net of cancellations, check-in volume / mean stay."""
     return config.model_copy(
-        update={"stays_hold_nights": True, "shoppers_per_room_night": round(_VOLUME / config.mean_nights, 4)}
+        update={"stays_hold_nights": True, "warm_start_net": True,
+                "shoppers_per_room_night": round(volume / config.mean_nights, 4)}
     )
 
 
@@ -89,7 +94,7 @@ def resort() -> MarketConfig:
             cancels={"online_ta": 0.33, "offline_ta": 0.28, "groups": 0.3, "direct": 0.15, "corporate": 0.12},
             resort=True,
         ),
-    ))
+    ), _VOLUME["resort"])
 
 
 def city() -> MarketConfig:
@@ -107,7 +112,7 @@ def city() -> MarketConfig:
             cancels={"online_ta": 0.38, "offline_ta": 0.42, "groups": 0.68, "direct": 0.18, "corporate": 0.18},
             resort=False,
         ),
-    ))
+    ), _VOLUME["city"])
 
 
 PRESETS = {"flat": MarketConfig, "resort": resort, "city": city}
@@ -133,15 +138,18 @@ _SEGMENT_TARGETS = {
 }
 _HOTEL_TARGETS = {
     "resort": {"price_month_min": 48.3, "price_month_max": 186.8, "lead_mean": 92.7, "lead_median": 57.0,
-               "lead_p90": 238.0, "cancel_rate": 0.278},
+               "lead_p90": 238.0, "cancel_rate": 0.278, "occupancy": 0.60},
     "city": {"price_month_min": 82.6, "price_month_max": 121.6, "lead_mean": 109.7, "lead_median": 74.0,
-             "lead_p90": 277.0, "cancel_rate": 0.417},
+             "lead_p90": 277.0, "cancel_rate": 0.417, "occupancy": 0.70},
 }
 PRICE_TOLERANCE = 0.12
 """Relative tolerance of the monthly price extremes and the overall lead-time figures."""
 LEAD_TOLERANCE = 0.12
 SHARE_TOLERANCE = 0.03
 """Absolute tolerance of segment shares and the cancellation rate (3 points)."""
+OCCUPANCY_TOLERANCE = 0.10
+"""Absolute tolerance of the year's occupancy at the static price. The dataset gives no capacity; hotels of its kind
+run about 60-80% over a year, a seasonal resort at the low end: targets 60% (resort) and 70% (city), a judgement."""
 SEGMENT_LEAD_TOLERANCE = 0.15
 """Relative tolerance of each segment's mean lead time."""
 
@@ -155,6 +163,8 @@ def targets(name: str) -> dict[str, Target]:
     for key, value in hotel.items():
         if key == "cancel_rate":
             out[key] = Target(value, SHARE_TOLERANCE)
+        elif key == "occupancy":
+            out[key] = Target(value, OCCUPANCY_TOLERANCE)
         else:
             rel = PRICE_TOLERANCE if key.startswith("price") else LEAD_TOLERANCE
             out[key] = Target(value, round(rel * value, 2))

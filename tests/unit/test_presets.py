@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime, timedelta
+
 import pytest
 from typer.testing import CliRunner
 
 from events.simulator import Market, MarketConfig
-from events.simulator.calibration import check, measure
+from events.simulator.calibration import check, measure, occupancy
 from events.simulator.errors import UnknownKeyError
+from events.simulator.generator import Simulation
 from events.simulator.presets import preset, targets
 from pricestream.cli import app
 
@@ -16,7 +19,7 @@ from pricestream.cli import app
 @pytest.mark.parametrize(("hotels", "seed"), [(3, 0), (5, 4)])
 def test_calibration_check_passes(name: str, hotels: int, seed: int) -> None:
     checks = check(name, Market(preset(name, hotels=hotels, seed=seed)), seed=seed + 1)
-    assert len(checks) == 16
+    assert len(checks) == 17 and "occupancy" in {c.name for c in checks}
     assert [c.name for c in checks if not c.ok] == []
 
 
@@ -35,6 +38,30 @@ def test_resort_swings_more_than_the_city_and_cancellations_follow_the_dataset()
     assert city["cancel_rate"] - resort["cancel_rate"] == pytest.approx(0.417 - 0.278, abs=0.04)
 
 
+def test_occupancy_counts_stays_net_of_cancellations_and_capacity() -> None:
+    city = preset("city", hotels=2, seed=0)
+    net = occupancy(Market(city), step=5)
+    gross = occupancy(Market(city.model_copy(update={"warm_start_net": False})), step=5)
+    assert 0.6 <= net <= 0.8
+    assert gross > net + 0.05  # the city cancels 42% of its bookings
+    crowded = occupancy(Market(city.model_copy(update={"shoppers_per_room_night": 50.0})), step=5)
+    assert net < crowded <= 1.0  # capped at the rooms
+
+
+def test_warm_start_fills_along_the_booking_curve_not_months_ahead() -> None:
+    market = Market(preset("city", hotels=1, seed=0))
+    sim = Simulation(market, start=datetime(2026, 4, 17, tzinfo=UTC), duration=timedelta(hours=1), rng_seed=0)
+    next(iter(sim))
+    left = [
+        sum(sim.rooms_left("h0000", rt, date(2026, 4, 17) + timedelta(days=d)) for rt in market.config.room_types)
+        / sum(market.capacity("h0000", rt) for rt in market.config.room_types)
+        for d in range(1, 121)
+    ]
+    near, far = sum(left[:20]) / 20, sum(left[100:]) / 20
+    assert near < far  # nights close to arrival have sold more of their rooms
+    assert far > 0.4  # nights 100-120 days out are far from sold out at the static price
+
+
 def test_flat_preset_is_the_default_market_and_unknown_presets_are_refused() -> None:
     assert preset("flat") == MarketConfig() and targets("flat") == {}
     assert preset("city", hotels=2).hotels == 2
@@ -45,6 +72,6 @@ def test_flat_preset_is_the_default_market_and_unknown_presets_are_refused() -> 
 def test_cli_prints_each_figure_and_the_verdict() -> None:
     result = CliRunner().invoke(app, ["market", "calibrate", "--preset", "city", "--hotels", "3", "--offers", "4000"])
     assert result.exit_code == 0, result.output
-    assert "lead_p90" in result.output and "16/16 figures within tolerance" in result.output
+    assert "lead_p90" in result.output and "17/17 figures within tolerance" in result.output
     bad = CliRunner().invoke(app, ["market", "calibrate", "--preset", "beach"])
     assert bad.exit_code == 1 and "beach" in bad.output
