@@ -1,0 +1,362 @@
+"""Cold start measured: a new hotel's revenue per day against static, against the mature hotels' share of the DP oracle.
+
+For each preset (``resort``, ``city``) a market of ``--hotels`` hotels: all but the
+last are mature (the pooled light and heavy models are trained on their 60 days of
+history before the start, as ``bench/revenue.py`` trains), the last joins on day 0:
+the stream has none of its events before then (its features start empty), no model
+has seen it, and it is priced in the three stages of :mod:`pricing.cold_start`
+(:class:`~pricing.cold_start.ColdStartScorer`, the same scorer, rules, ONNX models and
+bid price that the service runs): rules on its first ``transfer_after_days``, then the
+pooled models, then its own models, continued from the pooled ones on its own labels
+once it has ``own_after_labels`` of them. Its labels are joined in-process from its
+decisions and the bookings that follow them (a view with no booking within
+``LABEL_HORIZON_H`` is a 0), as the label service joins them.
+
+Per seed (common random numbers), the same shoppers are priced by
+
+* ``static``: every hotel at its reference price;
+* ``dp``: the DP oracle of ``bench/revenue.py`` (``events.simulator.DPOracle``) for every hotel;
+* ``staged``: the mature hotels by the pooled models, the new hotel in its stages;
+* ``rules_only``: the same, the new hotel by rules throughout (stage one held);
+* ``transfer_only``: the same, the new hotel by the pooled models from day 0, never refitted.
+
+Revenue per day of a hotel is that of the bookings it takes that day (any night),
+net of expected cancellations. The mature share is the mature hotels' revenue in
+``staged`` over theirs in ``dp`` over the window; the new hotel's share per day is its
+revenue over its ``dp`` revenue that day (sums over seeds), and also over a trailing
+``TRAIL_DAYS`` window (a day holds a few bookings of one hotel). Days to 95%: the first
+day from which the trailing share stays at or above 0.95 x the mature share.
+Writes a PNG (share by day per preset, the stages shaded). Last line: per preset, the
+days to 95% and each stage's share.
+
+    .venv/bin/python bench/cold_start.py [--days 10] [--seeds 3] [--hotels 3] [--presets resort city]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from revenue import DEFAULT_START, history, scorer
+from stream_features import AtRequestTime, StreamFeatures
+
+from events.models import PricingDecision, PricingRequest
+from events.simulator import DPOracle, Market, Simulation, static_policy, training_frame
+from events.simulator.compare import WARMUP_DAYS
+from events.simulator.presets import preset
+from events.simulator.shoppers import Offer, Policy
+from pricing.bid_price import BidPriceConfig
+from pricing.cold_start import ColdStartConfig, ColdStartScorer, Stage, refit_bundles
+from pricing.models import DemandModelConfig
+from pricing.scorer import Scorer
+from pricing.training import train_bundle
+
+LABEL_HORIZON_H = 2.0
+"""Hours after a view within which its booking counts (the simulator books 30 s + ~4 min after a view)."""
+TRAIL_DAYS = 3
+"""Days in the trailing share: one hotel's day holds a handful of bookings, too few for a daily ratio."""
+TARGET = 0.95
+RUNS = ("static", "dp", "staged", "rules_only", "transfer_only")
+
+
+@dataclass
+class Tally:
+    """Net revenue per (day index, hotel) of one run, and the new hotel's stage per day."""
+
+    revenue: dict[tuple[int, str], float] = field(default_factory=lambda: defaultdict(float))
+    stages: dict[int, dict[str, int]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(int)))
+
+    def day(self, d: int, hotels: tuple[str, ...]) -> float:
+        return sum(self.revenue[(d, h)] for h in hotels)
+
+
+class Labels:
+    """In-process label join of the new hotel: a decision is booked if a booking of its key at its price follows."""
+
+    def __init__(self, cold: ColdStartScorer, hotel: str) -> None:
+        self.cold, self.hotel = cold, hotel
+        self.pending: deque[tuple[datetime, PricingRequest, PricingDecision]] = deque()
+
+    def shown(self, request: PricingRequest, decision: PricingDecision) -> None:
+        self.flush(request.event_time)
+        self.pending.append((request.event_time, request, decision))
+
+    def booked(self, event: object) -> None:
+        key = (event.room_type, event.stay_date, event.channel, event.price_paid)  # type: ignore[attr-defined]
+        for i, (_, request, decision) in enumerate(self.pending):
+            if (request.room_type, request.stay_date, request.channel, decision.price) == key:
+                del self.pending[i]
+                self.cold.learn_one(request, decision, True)
+                return
+
+    def flush(self, now: datetime) -> None:
+        while self.pending and now - self.pending[0][0] > timedelta(hours=LABEL_HORIZON_H):
+            _, request, decision = self.pending.popleft()
+            self.cold.learn_one(request, decision, False)
+
+
+def run(market: Market, policy: Policy, *, start: datetime, days: int, seed: int,
+        on_event: Callable[[object], None] | None) -> Tally:
+    """``WARMUP_DAYS`` at the static price, then ``policy``; revenue of each day's bookings per hotel."""
+    static = static_policy(market)
+    cancel = {s.name: s.cancel_rate for s in market.config.segments}
+    tally = Tally()
+
+    def priced(offer: Offer) -> float:
+        return static(offer) if offer.at < start else policy(offer)
+
+    sim = Simulation(market, start=start - timedelta(days=WARMUP_DAYS), duration=timedelta(days=WARMUP_DAYS + days),
+                     policy=priced, rng_seed=seed)
+    for event in sim:
+        if on_event is not None:
+            on_event(event)
+        if getattr(event, "event_type", "") == "booking" and event.event_time >= start:
+            b: Any = event
+            tally.revenue[((b.event_time - start) // timedelta(days=1), b.hotel_id)] += (
+                b.price_paid * b.rooms * b.nights * (1.0 - cancel[b.segment]))
+    return tally
+
+
+@dataclass
+class Setup:
+    """What every run of one preset shares: the market, the pooled models, the bid-price history, the DP."""
+
+    market: Market
+    new: str
+    mature: tuple[str, ...]
+    bundles: tuple[Path, Path]
+    pooled_frame: pd.DataFrame
+    capacity: BidPriceConfig
+    dp: DPOracle
+    start: datetime
+    config: ColdStartConfig
+    work: Path
+
+
+def setup(name: str, args: argparse.Namespace, work: Path, say: Callable[[str], None]) -> Setup:
+    market = Market(preset(name, hotels=args.hotels, seed=args.market_seed))
+    start = datetime.fromisoformat(args.start).astimezone(UTC)
+    hotels = market.config.hotel_ids
+    new, mature = hotels[-1], tuple(hotels[:-1])
+    t0 = time.perf_counter()
+    frame = training_frame(market, n=args.rows, seed=args.market_seed, start=start - timedelta(days=60), days=60)
+    pooled = frame[frame["hotel_id"] != new].reset_index(drop=True)
+    light = train_bundle(pooled, work / "light", tier="light", seed=args.market_seed,
+                         config=DemandModelConfig(num_trees=60))
+    heavy = train_bundle(pooled, work / "heavy", tier="heavy", seed=args.market_seed,
+                         config=DemandModelConfig(n_members=3, num_trees=120, bootstrap=True))
+    capacity = history(market, start, seed=10_000, method=args.bid_method)
+    dp = DPOracle(market, first_night=start.date(),
+                  last_night=(start + timedelta(days=args.days + market.config.horizon_days + 1)).date())
+    for h in range(market.config.hotels):
+        for r in range(len(market.config.room_types)):
+            dp.values(h, r)
+    config = ColdStartConfig(transfer_after_days=args.transfer_after_days, own_after_labels=args.own_after_labels,
+                             own_after_bookings=args.own_after_bookings, own_weight=args.own_weight)
+    say(f"{name}: pooled models on {len(pooled)} rows of {len(mature)} mature hotels, DP solved "
+        f"({time.perf_counter() - t0:.0f}s); new hotel {new}")
+    return Setup(market, new, mature, (light.path, heavy.path), pooled, capacity, dp, start, config, work)
+
+
+def request_of(offer: Offer) -> PricingRequest:
+    return PricingRequest(hotel_id=offer.hotel_id, room_type=offer.room_type, stay_date=offer.stay_date,
+                          nights=offer.nights, channel=offer.channel, event_time=offer.at)  # type: ignore[arg-type]
+
+
+def staged_policy(s: Setup, which: str, seed: int, tally: Tally) -> tuple[Policy, Callable[[object], None]]:
+    """The scorers of ``staged`` / ``rules_only`` / ``transfer_only`` and the event feed of their features."""
+    feats = StreamFeatures()
+    source = AtRequestTime(feats)
+    pooled = scorer(s.market, source=source, bundles=s.bundles, capacity=s.capacity)
+    rules = scorer(s.market, source=source, bundles=None, capacity=s.capacity)
+
+    def refit(hotel: str, own: pd.DataFrame) -> Scorer:
+        paths = refit_bundles(s.bundles, own, s.work / f"own-{hotel}-{seed}", config=s.config,
+                              pooled_frame=s.pooled_frame, seed=seed)
+        return scorer(s.market, source=source, bundles=(paths[0], paths[1]), capacity=s.capacity)
+
+    config = s.config
+    if which == "rules_only":
+        config = config.model_copy(update={"transfer_after_days": float("inf")})
+    elif which == "transfer_only":
+        config = config.model_copy(update={"transfer_after_days": 0.0})
+    cold = ColdStartScorer(config, rules=rules, pooled=pooled, refit=refit if which == "staged" else None,
+                           mature=s.mature)
+    labels = Labels(cold, s.new)
+
+    def policy(offer: Offer) -> float:
+        source.now = offer.at
+        request = request_of(offer)
+        decision = cold.price(request)
+        if offer.hotel_id == s.new:
+            labels.shown(request, decision)
+            stage: Stage = decision.rule_ids[-1].split(":", 1)[1]  # type: ignore[assignment]
+            tally.stages[(offer.at - s.start) // timedelta(days=1)][stage] += 1
+        return decision.price
+
+    def on_event(event: object) -> None:
+        hotel, at = getattr(event, "hotel_id", None), event.event_time  # type: ignore[attr-defined]
+        if hotel == s.new and at < s.start:
+            return  # the stream has none of the new hotel's events before it joins
+        feats.add(event)  # type: ignore[arg-type]
+        if hotel == s.new and event.event_type == "booking":  # type: ignore[attr-defined]
+            labels.booked(event)
+
+    return policy, on_event
+
+
+def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, list[Tally]]:
+    results: dict[str, list[Tally]] = {r: [] for r in RUNS}
+    with tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp:
+        s = setup(name, args, Path(tmp), say)
+        for seed in range(args.seeds):
+            for which in RUNS:
+                t1 = time.perf_counter()
+                tally = Tally()
+                if which == "static":
+                    policy, on_event = static_policy(s.market), None
+                elif which == "dp":
+                    policy, on_event = s.dp.policy(), None
+                else:
+                    policy, on_event = staged_policy(s, which, seed, tally)
+                out = run(s.market, policy, start=s.start, days=args.days, seed=seed, on_event=on_event)
+                out.stages = tally.stages
+                results[which].append(out)
+                total = sum(out.day(d, (s.new,)) for d in range(args.days))
+                say(f"{name} seed {seed} {which:13s} new hotel {total:10,.0f} ({time.perf_counter() - t1:.0f}s)")
+        results["_setup"] = [s]  # type: ignore[list-item]
+    return results
+
+
+@dataclass
+class Summary:
+    """One preset's figures (sums over seeds)."""
+
+    days: int
+    mature_share: float
+    share: dict[str, np.ndarray]
+    """Run -> the new hotel's share of its DP revenue per day."""
+    trailing: np.ndarray
+    """``staged``'s trailing share per day."""
+    vs_static: np.ndarray
+    """``staged``'s new-hotel revenue over static's per day, minus 1."""
+    stage_of_day: list[str]
+    stage_share: dict[str, float]
+    days_to_target: int | None
+
+
+def summarise(results: dict[str, list[Tally]], days: int) -> Summary:
+    s: Setup = results["_setup"][0]  # type: ignore[assignment]
+    new = (s.new,)
+
+    def per_day(which: str, hotels: tuple[str, ...]) -> np.ndarray:
+        return np.array([sum(t.day(d, hotels) for t in results[which]) for d in range(days)])
+
+    dp_new, dp_mature = per_day("dp", new), per_day("dp", s.mature)
+    mature_share = float(per_day("staged", s.mature).sum() / dp_mature.sum())
+    share = {w: per_day(w, new) / dp_new for w in ("static", "staged", "rules_only", "transfer_only")}
+    staged = per_day("staged", new)
+    trailing = np.array([staged[max(0, d - TRAIL_DAYS + 1):d + 1].sum() / dp_new[max(0, d - TRAIL_DAYS + 1):d + 1].sum()
+                         for d in range(days)])
+    counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for t in results["staged"]:
+        for d, c in t.stages.items():
+            for k, v in c.items():
+                counts[d][k] += v
+    stage_of_day = [max(counts[d].items(), key=lambda kv: kv[1])[0] if counts[d] else "-" for d in range(days)]
+    stage_share = {}
+    for st in ("rules", "transfer", "own"):
+        idx = [d for d in range(days) if stage_of_day[d] == st]
+        if idx:
+            stage_share[st] = float(staged[idx].sum() / dp_new[idx].sum())
+    ok = trailing >= TARGET * mature_share
+    reach = next((d for d in range(days) if ok[d:].all()), None)
+    return Summary(days, mature_share, share, trailing, staged / per_day("static", new) - 1.0, stage_of_day,
+                   stage_share, reach)
+
+
+def report(name: str, sm: Summary) -> str:
+    print(f"\n{name}: mature hotels' share of the DP oracle {sm.mature_share:.3f} (pooled models); "
+          f"target {TARGET:.0%} of it = {TARGET * sm.mature_share:.3f}")
+    print(f"{'day':>3s} {'stage':8s} {'vs static':>9s} {'share':>6s} {f'{TRAIL_DAYS}d share':>8s} "
+          f"{'rules only':>10s} {'transfer only':>13s} {'static':>6s}")
+    for d in range(sm.days):
+        print(f"{d:3d} {sm.stage_of_day[d]:8s} {sm.vs_static[d]:+9.1%} {sm.share['staged'][d]:6.3f} "
+              f"{sm.trailing[d]:8.3f} {sm.share['rules_only'][d]:10.3f} {sm.share['transfer_only'][d]:13.3f} "
+              f"{sm.share['static'][d]:6.3f}")
+    reach = f"on day {sm.days_to_target}" if sm.days_to_target is not None else f"not within {sm.days} days"
+    stages = ", ".join(f"{k} {v:.3f}" for k, v in sm.stage_share.items())
+    return f"{name}: 95% of the mature share ({sm.mature_share:.3f}) reached {reach}; stage shares {stages}"
+
+
+def plot(summaries: dict[str, Summary], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(summaries), figsize=(6 * len(summaries), 4.2), squeeze=False)
+    colours = {"rules": "#f3e0c0", "transfer": "#d0e4f5", "own": "#d6efd0"}
+    for ax, (name, sm) in zip(axes[0], summaries.items(), strict=True):
+        x = np.arange(sm.days)
+        for d, st in enumerate(sm.stage_of_day):
+            ax.axvspan(d - 0.5, d + 0.5, color=colours.get(st, "white"), lw=0)
+        ax.plot(x, sm.share["staged"], "o-", label="new hotel, staged (per day)")
+        ax.plot(x, sm.trailing, "-", lw=2.5, label=f"new hotel, staged ({TRAIL_DAYS}-day trailing)")
+        ax.plot(x, sm.share["rules_only"], "--", label="new hotel, rules only")
+        ax.plot(x, sm.share["transfer_only"], ":", label="new hotel, transfer only")
+        ax.plot(x, sm.share["static"], "-", color="grey", lw=0.8, label="new hotel, static")
+        ax.axhline(sm.mature_share, color="k", lw=1, label="mature hotels (pooled)")
+        ax.axhline(TARGET * sm.mature_share, color="k", lw=0.8, ls="--", label="95% of mature")
+        ax.set_title(f"{name}: share of the DP oracle by day (shaded: rules / transfer / own)", fontsize=9)
+        ax.set_xlabel("day since the new hotel joined")
+        ax.set_ylabel("revenue / DP oracle")
+    axes[0][0].legend(fontsize=7)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--days", type=int, default=10)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--hotels", type=int, default=3, help="hotels per preset: the last one is new")
+    parser.add_argument("--rows", type=int, default=12_000, help="training rows (the new hotel's are dropped)")
+    parser.add_argument("--market-seed", type=int, default=0)
+    parser.add_argument("--presets", nargs="+", default=["resort", "city"])
+    parser.add_argument("--start", default=DEFAULT_START, help="day 0 (ISO-8601 with timezone)")
+    parser.add_argument("--bid-method", choices=("fluid", "stochastic", "dp"), default="dp")
+    parser.add_argument("--transfer-after-days", type=float, default=1.0)
+    parser.add_argument("--own-after-labels", type=int, default=300)
+    parser.add_argument("--own-after-bookings", type=int, default=10)
+    parser.add_argument("--own-weight", type=float, default=4.0)
+    parser.add_argument("--png", type=Path, default=Path("reports/cold_start.png"))
+    args = parser.parse_args(argv)
+
+    def say(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+    summaries, last = {}, []
+    for name in args.presets:
+        summaries[name] = summarise(bench_preset(name, args, say), args.days)
+        last.append(report(name, summaries[name]))
+    plot(summaries, args.png)
+    print(f"\nplot: {args.png}; {args.days} days, {args.seeds} seeds, {args.hotels} hotels per preset "
+          f"(the last one new), {time.perf_counter() - started:.0f}s")
+    print("; ".join(last))
+
+
+if __name__ == "__main__":
+    main()
