@@ -156,3 +156,29 @@ def test_stage_three_refits_on_the_hotels_own_labels_and_follows_them(tmp_path: 
     assert meta["parent"] == pooled_version  # continued from the pooled model
     assert meta["rows"] == 300 + 1500  # its own 300 labels and the pooled sample
     assert refitted.price > transfer.price * 1.1  # its own guests' willingness to pay moved the price up
+
+
+def test_the_cli_shows_the_stage_and_refits_a_hotel_on_its_own_labels(tmp_path: object) -> None:
+    from typer.testing import CliRunner
+
+    from pricestream.cli import app
+
+    runner = CliRunner()
+    env = {"PRICESTREAM_COLD_START_OWN_AFTER_LABELS": "250", "PRICESTREAM_COLD_START_OWN_AFTER_BOOKINGS": "5"}
+    shown = runner.invoke(app, ["cold-start", "stage", "--first-seen", "2026-05-01T00:00:00Z", "--labels", "260",
+                                "--bookings", "6", "--at", "2026-05-04T00:00:00Z"], env=env)
+    assert shown.exit_code == 0 and "own: 260 labels >= 250 and 6 bookings >= 5" in shown.stdout
+    pooled_frame = _frame(np.random.default_rng(1), 1500, wtp=220.0)
+    pooled = train_bundle(pooled_frame, f"{tmp_path}/pooled", tier="light", config=DemandModelConfig(num_trees=20))
+    own = _frame(np.random.default_rng(2), 260, wtp=420.0).assign(hotel_id="h-new")
+    labels = f"{tmp_path}/labels.parquet"
+    pd.concat([own, own.assign(hotel_id="h-other")]).to_parquet(labels)
+    args = ["cold-start", "refit", "--hotel", "h-new", "--labels", labels, "--pooled", str(pooled.path),
+            "--out", f"{tmp_path}/own"]
+    done = runner.invoke(app, args, env=env)
+    assert done.exit_code == 0, done.stdout
+    meta = read_meta(f"{tmp_path}/own/light")
+    assert meta["parent"] == pooled.version and meta["rows"] == 260  # its own rows only (no --pooled-frame)
+    short = runner.invoke(app, [*args[:2], "--hotel", "h-none", *args[4:]], env=env)
+    assert short.exit_code == 1
+    assert "--hotel h-none: 0 labels" in short.output and "expected at least 250" in short.output
