@@ -123,6 +123,21 @@ class Simulation:
         done = self._checkins.get((hotel_id, room_type, stay_date))
         return self.market.capacity_at(h, r) if done is None else done
 
+    def sellable(self) -> dict[tuple[int, int, int], int]:
+        """Per open night, by (hotel, room type, ordinal) index: rooms left now plus those given back later.
+
+        The second part is the rooms of the bookings made so far whose cancellation is already scheduled
+        inside the run: together, the most a policy taking over now can sell of each night
+        (``events.simulator.fluid`` bounds revenue with it).
+        """
+        out = dict(self._left)
+        for _, _, kind, data in self._heap:
+            if kind == _CANCEL:
+                key, _, rooms, nights = data
+                for k in self._held(key, nights):
+                    out[k] = out.get(k, self.market.capacity_at(k[0], k[1])) + rooms
+        return out
+
     @property
     def checkins(self) -> Mapping[tuple[str, str, date], int]:
         """Rooms left at check-in, for every night that closed during the run."""

@@ -133,6 +133,22 @@ class _Classes:
         )
 
 
+def intercepts(market: Market, classes: _Classes, h: int, r: int, o: int, lead: Array, ts: Array) -> Array:
+    """Logit intercepts ``(len(lead), classes)`` of night ``o`` at lead days ``lead`` (epoch ``ts``) under the truth.
+
+    A class books with ``intent x sigmoid(intercept - b log p)``: willingness to pay with the last-minute
+    premium, the channel's offset and the median competitor rate at ``ts``.
+    """
+    m, cl = market, classes
+    seg = np.asarray(cl.segment)
+    premium = np.asarray(m.seg_premium)[seg]
+    wtp = m.wtp_base(h, r, o) * (1.0 + premium * np.exp(-np.maximum(lead, 0.0) / _LAST_MINUTE_DAYS)[:, None])
+    log_comp = np.log([m.comp_median(h, r, o, float(t)) for t in ts])
+    sens = m.config.competitor_sensitivity
+    base = np.asarray(m.seg_alpha)[seg] + np.array([m.config.channel_offsets[c] for c in cl.channel])
+    return np.asarray(base + np.asarray(m.seg_elasticity)[seg] * np.log(wtp) + sens * log_comp[:, None])
+
+
 class DPOracle:
     """Capacity-aware prices for the nights ``first_night..last_night`` of a market (values solved lazily).
 
@@ -171,14 +187,7 @@ class DPOracle:
     # ------------------------------------------------------------ truth on the grid
     def _intercepts(self, h: int, r: int, o: int, lead: Array, ts: Array) -> Array:
         """Logit intercepts ``(len(lead), classes)`` of the night ``o`` at lead days ``lead`` (epoch ``ts``)."""
-        m, cl = self.market, self._classes
-        seg = np.asarray(cl.segment)
-        premium = np.asarray(m.seg_premium)[seg]
-        wtp = m.wtp_base(h, r, o) * (1.0 + premium * np.exp(-np.maximum(lead, 0.0) / _LAST_MINUTE_DAYS)[:, None])
-        log_comp = np.log([m.comp_median(h, r, o, float(t)) for t in ts])
-        sens = m.config.competitor_sensitivity
-        base = np.asarray(m.seg_alpha)[seg] + np.array([m.config.channel_offsets[c] for c in cl.channel])
-        return np.asarray(base + np.asarray(m.seg_elasticity)[seg] * np.log(wtp) + sens * log_comp[:, None])
+        return intercepts(self.market, self._classes, h, r, o, lead, ts)
 
     def _grid(self, h: int, r: int) -> tuple[Array, Array]:
         """``(lam, a)``, each ``(nights, periods, classes)``."""

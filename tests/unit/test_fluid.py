@@ -1,0 +1,94 @@
+"""The fluid LP bound: above the exact DP on single-night markets, above every policy on a multi-night one."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from events.simulator import DPOracle, Market, oracle_policy, static_policy
+from events.simulator.compare import run_window
+from events.simulator.dp import solve as dp_solve
+from events.simulator.errors import SimulatorError
+from events.simulator.fluid import Classes, dual, fluid_bound, market_classes, solve
+from events.simulator.presets import preset
+
+
+def _random_market(rng: np.random.Generator) -> dict[str, np.ndarray | int]:
+    periods, classes, k_max = int(rng.integers(1, 9)), int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    return {
+        "capacity": int(rng.integers(1, 6)),
+        "lam": rng.dirichlet(np.ones(classes + 1), periods)[:, :classes],
+        "a": rng.normal(8.0, 2.0, (periods, classes)),
+        "b": rng.uniform(1.3, 4.0, classes),
+        "intent": rng.uniform(0.2, 1.0, classes),
+        "rooms_pmf": rng.dirichlet(np.ones(k_max), classes),
+        "nights": rng.uniform(1.0, 3.0, classes),
+        "keep": rng.uniform(0.6, 1.0, classes),
+    }
+
+
+def _single_night(spec: dict[str, np.ndarray | int]) -> Classes:
+    lam, a, b = (np.asarray(spec[k]) for k in ("lam", "a", "b"))
+    pmf = np.asarray(spec["rooms_pmf"])
+    rooms = pmf @ np.arange(1, pmf.shape[1] + 1)
+    weight = np.asarray(spec["intent"]) * np.asarray(spec["keep"]) * rooms
+    periods = lam.shape[0]
+    return Classes.single_night(lam=lam.ravel(), a=a.ravel(), b=np.tile(b, periods),
+                                weight=np.tile(weight, periods), pay=np.tile(np.asarray(spec["nights"]), periods))
+
+
+def test_fluid_bound_is_at_least_the_exact_dp_on_100_random_single_night_markets() -> None:
+    rng = np.random.default_rng(7)
+    binding = 0
+    for _ in range(100):
+        spec = _random_market(rng)
+        exact = float(dp_solve(**spec)[0, -1])  # type: ignore[arg-type]
+        classes = _single_night(spec)
+        cap = np.array([float(spec["capacity"])])  # type: ignore[arg-type]
+        bound = solve(cap, classes)
+        unconstrained = dual(np.zeros(1), cap, classes)[0]
+        assert bound.value >= exact * (1.0 - 1e-9)
+        assert bound.value <= unconstrained * (1.0 + 1e-12)
+        binding += bound.value < unconstrained * 0.999
+    assert binding > 10  # capacity binds in many of them: the bound is not just the myopic sum
+
+
+def test_fluid_bound_on_a_hand_solved_case_and_the_dual_is_a_bound_anywhere() -> None:
+    # one room, 4 shoppers with q(p) = 1 / (1 + (p / 100)^2): sell 4 q(p) = 1, p = 100 sqrt(3)
+    one = Classes.single_night(lam=np.array([4.0]), a=np.array([2 * np.log(100.0)]), b=np.array([2.0]))
+    best = solve(np.array([1.0]), one)
+    assert best.value == pytest.approx(100.0 * np.sqrt(3.0), rel=1e-5)
+    # the bid at which p* is the best response: q + (p - bid) q' = 0, bid = p (1 - 1 / (b (1 - q))) = p / 3
+    assert best.bids[0] == pytest.approx(100.0 * np.sqrt(3.0) / 3.0, rel=5e-3)  # g is flat near its minimum
+    for pi in (0.0, 50.0, 300.0):
+        assert dual(np.array([pi]), np.array([1.0]), one)[0] >= best.value - 1e-9
+
+
+def test_a_stay_uses_every_night_it_covers() -> None:
+    # two nights with one room each; one class of 2-night stays, one of 1-night stays on night 1
+    two = Classes(lam=np.array([4.0, 4.0]), a=np.full(2, 2 * np.log(100.0)), b=np.full(2, 2.0), weight=np.ones(2),
+                  pay=np.array([2.0, 1.0]), first=np.array([0, 1]), span=np.array([2, 1]), lo=np.zeros(2),
+                  hi=np.full(2, np.inf))
+    both = solve(np.array([1.0, 1.0]), two).value
+    alone = solve(np.array([1.0, 1.0]), Classes(**{**two.__dict__, "lam": np.array([4.0, 0.0])})).value
+    assert alone == pytest.approx(2 * 100.0 * np.sqrt(3.0), rel=1e-5)  # the 2-night stay alone
+    assert both < alone + 100.0 * np.sqrt(3.0)  # night 1's one room cannot serve both classes in full
+    with pytest.raises(SimulatorError, match="classes.first/span"):
+        solve(np.array([1.0]), two)
+
+
+def test_fluid_bound_is_above_every_simulated_policy_on_a_small_multi_night_market() -> None:
+    market = Market(preset("city", hotels=1, seed=2, horizon_days=40))
+    start, days, warmup, seeds = datetime(2026, 5, 4, tzinfo=UTC), 10, 3, 4
+    dp = DPOracle(market, first_night=start.date(), last_night=(start + timedelta(days=days + 41)).date())
+    policies = {"static": static_policy(market), "myopic": oracle_policy(market), "dp": dp.policy()}
+    revenue = {name: [run_window(market, p, start=start, days=days, seed=s, warmup_days=warmup).revenue
+                      for s in range(seeds)] for name, p in policies.items()}
+    bounds = [fluid_bound(market, start=start, days=days, seed=s, warmup_days=warmup) for s in range(seeds)]
+    for name, values in revenue.items():
+        assert np.mean(values) <= np.mean(bounds), name
+    assert max(np.mean(v) for v in revenue.values()) > 0.5 * np.mean(bounds)  # not vacuous
+    classes = market_classes(market, 0, 0, start=start, days=days)
+    assert classes.span.max() > 1 and set(np.unique(classes.first)) == set(range(days))
