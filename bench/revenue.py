@@ -13,9 +13,14 @@ seed, the same simulated shoppers (common random numbers) are priced by
   kept in-process from the event stream (``bench/stream_features.py``);
 * ``myopic``: the truth's per-shopper revenue optimum (``Market.optimal_price``);
 * ``dp``: the dynamic programme over rooms left and time (``events.simulator.oracle``), which
-  sees the shopper's segment as the simulator's offer does: the upper bound;
+  sees the shopper's segment as the simulator's offer does; with stays holding every night it is
+  decomposed by night, a reference policy, not a bound;
+* ``lp_bound``: the fluid LP bound (``events.simulator.fluid``) for the same window, seed and rooms
+  at the start: an upper bound on every policy's expected revenue (not a policy);
 * ``dp_channel``: the same values, prices set knowing only the channel, as a pricing
   request does (segments mixed by arrival share): how much of the bound is information;
+* ``checkin_bid`` (``--compare-stay-bids``): pricestream with ``--stay-bids`` flipped; by default a stay
+  is priced against the bids of every night it holds, each from that night's own features;
 * ``explore``: pricestream with the shown price drawn from 5 prices within ``--explore``
   of its choice (``pricing.exploration``, propensity logged): the revenue cost of exploring.
 
@@ -26,7 +31,7 @@ so every counted night has all of its remaining sales inside the run and a polic
 holds rooms back for later gets the later sales too: revenue is that of their bookings
 made in the window, net of expected cancellations (price x rooms x nights x (1 - the
 segment's cancellation rate)); occupancy is theirs at check-in; ADR is their booked
-revenue per room-night booked. Ratios to the DP oracle are per seed,
+revenue per room-night booked. Ratios to the LP bound and to the DP oracle are per seed,
 with a 95% t-interval over seeds. Writes ``reports/revenue.png``.
 
     .venv/bin/python bench/revenue.py [--days 60] [--seeds 5] [--hotels 2] [--presets resort city]
@@ -49,7 +54,8 @@ from stream_features import AtRequestTime, StreamFeatures
 from events.models import PricingRequest
 from events.simulator import DPOracle, Market, oracle_policy, static_policy, training_frame
 from events.simulator.calibration import _sample, measure
-from events.simulator.compare import Outcome, interval, run_window
+from events.simulator.compare import WARMUP_DAYS, Outcome, interval, run_window
+from events.simulator.fluid import fluid_bound
 from events.simulator.presets import preset
 from events.simulator.shoppers import Offer, Policy
 from pricestream.demo import market_rule_spec
@@ -121,7 +127,7 @@ def history(
 
 def scorer(market: Market, *, source: AtRequestTime, bundles: tuple[Path, Path] | None,
            capacity: BidPriceConfig | None, exploration: ExplorationConfig | None = None,
-           rules_below: float | None = None) -> Scorer:
+           rules_below: float | None = None, stay_bids: bool = True) -> Scorer:
     spec = market_rule_spec(market, band=BAND, drop_kinds=DROPPED_RULES)
     for rule in spec["rules"]:
         if rule["kind"] == "channel_parity":
@@ -129,7 +135,9 @@ def scorer(market: Market, *, source: AtRequestTime, bundles: tuple[Path, Path] 
     rules = RuleSet.from_yaml(yaml.safe_dump(spec, sort_keys=False))
     light = heavy = None
     if bundles is not None:
-        light, heavy = (load_pricer(p, capacity=capacity, exploration=exploration) for p in bundles)
+        stays = source if stay_bids else None
+        light, heavy = (load_pricer(p, capacity=capacity, exploration=exploration, stay_features=stays)
+                        for p in bundles)
     return Scorer(ScorerConfig(deadline_ms=DEADLINE_MS, stale_after_s=None), rules=rules, feature_source=source,
                   light=light, heavy=heavy, router=TieredRouter(_thresholds(rules_below)))
 
@@ -195,10 +203,16 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
             f"{capacity.nights_per_booking:.2f} nights per booking, cancel share {capacity.cancel_share:.2f}")
         names = POLICIES + (("explore",) if args.explore else ()) + (("no_bid_price",) if args.no_bid_price else ())
         names += ("covering",) if args.compare_covering else ()
+        names += ("checkin_bid",) if args.compare_stay_bids else ()
         covering = capacity.model_copy(update={"covering_stays": not capacity.covering_stays})
-        names = tuple(n for n in names if not args.policies or n in args.policies or n in ("dp", "covering"))
-        results: dict[str, list[Outcome]] = {p: [] for p in names}
+        names = tuple(n for n in names
+                      if not args.policies or n in args.policies or n in ("dp", "covering", "checkin_bid"))
+        results: dict[str, list[Outcome]] = {p: [] for p in ("lp_bound", *names)}
         for seed in range(args.seeds):
+            t1 = time.perf_counter()
+            bound = fluid_bound(market, start=start, days=args.days, seed=seed, warmup_days=WARMUP_DAYS)
+            results["lp_bound"].append(Outcome(bound, float("nan"), float("nan"), 0, 0))
+            say(f"{name} seed {seed} lp_bound    revenue {bound:12,.0f} ({time.perf_counter() - t1:.1f}s)")
             for policy_name in names:
                 t1 = time.perf_counter()
                 feats = StreamFeatures()
@@ -217,29 +231,34 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                     bid = covering if policy_name == "covering" else bid
                     band = ExplorationConfig(band=args.explore, arms=5) if policy_name == "explore" else None
                     s = scorer(market, source=source, bundles=models, capacity=bid, exploration=band,
-                               rules_below=args.rules_below)
+                               rules_below=args.rules_below,
+                               stay_bids=args.stay_bids != (policy_name == "checkin_bid"))
                     latencies: list[float] = []
                     policy = scorer_policy(s, source, latencies)
                 out = run(market, policy, start=start, days=args.days, seed=seed, on_event=feats.add)
                 results[policy_name].append(out)
                 say(f"{name} seed {seed} {policy_name:11s} revenue {out.revenue:12,.0f} occupancy "
                     f"{out.occupancy:.3f} ADR {out.adr:7.2f} ({time.perf_counter() - t1:.1f}s)")
-                if policy_name in ("rules", "pricestream", "explore", "no_bid_price", "covering"):
+                if policy_name in ("rules", "pricestream", "explore", "no_bid_price", "covering", "checkin_bid"):
                     say(f"{name} seed {seed} {policy_name:11s} {latency_line(latencies, (s.light, s.heavy))}")
     return results
 
 
-def report(name: str, results: dict[str, list[Outcome]]) -> dict[str, tuple[float, float, float]]:
-    dp = [o.revenue for o in results["dp"]]
-    print(f"\n{name}: {len(dp)} seeds")
-    print(f"{'policy':12s} {'revenue':>13s} {'occupancy':>9s} {'ADR':>8s}  ratio to DP [95% interval]")
-    ratios = {}
+def report(name: str, results: dict[str, list[Outcome]]) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """Print the table; per reference (``lp_bound``, ``dp``), each policy's mean ratio with its 95% interval."""
+    refs = {ref: [o.revenue for o in results[ref]] for ref in ("lp_bound", "dp")}
+    print(f"\n{name}: {len(refs['dp'])} seeds")
+    print(f"{'policy':12s} {'revenue':>13s} {'occupancy':>9s} {'ADR':>8s}  ratio to LP bound [95%]   ratio to DP [95%]")
+    ratios: dict[str, dict[str, tuple[float, float, float]]] = {ref: {} for ref in refs}
     for policy_name in results:
         outs = results[policy_name]
-        ratio = interval([o.revenue / d for o, d in zip(outs, dp, strict=True)])
-        ratios[policy_name] = ratio
+        cells = []
+        for ref, values in refs.items():
+            ratio = interval([o.revenue / d for o, d in zip(outs, values, strict=True)])
+            ratios[ref][policy_name] = ratio
+            cells.append(f"{ratio[0]:.3f} [{ratio[1]:.3f}, {ratio[2]:.3f}]")
         rev, occ, adr = (float(np.mean([getattr(o, k) for o in outs])) for k in ("revenue", "occupancy", "adr"))
-        print(f"{policy_name:12s} {rev:13,.0f} {occ:9.3f} {adr:8.2f}  {ratio[0]:.3f} [{ratio[1]:.3f}, {ratio[2]:.3f}]")
+        print(f"{policy_name:12s} {rev:13,.0f} {occ:9.3f} {adr:8.2f}  {cells[0]:24s}  {cells[1]}")
     return ratios
 
 
@@ -251,18 +270,18 @@ def plot(all_ratios: dict[str, dict[str, tuple[float, float, float]]], path: Pat
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
     width = 0.8 / max(len(all_ratios), 1)
-    shown = [p for p in POLICIES if all(p in r for r in all_ratios.values())]
+    shown = [p for p in ("lp_bound", *POLICIES) if all(p in r for r in all_ratios.values())]
     for i, (name, ratios) in enumerate(all_ratios.items()):
         x = np.arange(len(shown)) + i * width
         mean = np.array([ratios[p][0] for p in shown])
         err = np.array([[ratios[p][0] - ratios[p][1], ratios[p][2] - ratios[p][0]] for p in shown]).T
         ax.bar(x, mean, width, yerr=np.nan_to_num(err), capsize=3, label=name)
     ax.set_xticks(np.arange(len(shown)) + width * (len(all_ratios) - 1) / 2, shown)
-    ax.set_ylabel("revenue / DP oracle (95% interval over seeds)")
-    ax.set_ylim(0.6, 1.05)
+    ax.set_ylabel("revenue / fluid LP bound (95% interval over seeds)")
+    ax.set_ylim(0.0, 1.05)
     ax.axhline(1.0, color="grey", lw=0.8)
     ax.legend()
-    ax.set_title("Net revenue against the capacity-aware DP oracle")
+    ax.set_title("Net revenue against the fluid LP bound (an upper bound on every policy)")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -288,6 +307,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--covering-stays", action="store_true", help="BidPriceConfig.covering_stays")
     parser.add_argument("--compare-covering", action="store_true",
                         help="also run pricestream with covering_stays flipped (policy 'covering')")
+    parser.add_argument("--stay-bids", action=argparse.BooleanOptionalAction, default=True,
+                        help="price a stay against the bids of every night it holds (each night's own features)")
+    parser.add_argument("--compare-stay-bids", action="store_true",
+                        help="also run pricestream with --stay-bids flipped (policy 'checkin_bid')")
     parser.add_argument("--policies", nargs="*", default=None, help="run only these (and dp, the reference)")
     parser.add_argument("--explore", type=float, default=0.05,
                         help="also run pricestream exploring within this band, 5 arms (0: not run)")
@@ -300,7 +323,8 @@ def main(argv: list[str] | None = None) -> None:
     all_ratios, last = {}, []
     for name in args.presets:
         results = bench_preset(name, args, say)
-        all_ratios[name] = report(name, results)
+        both = report(name, results)
+        all_ratios[name] = both["lp_bound"]
         if not {"pricestream", "static", "rules"} <= set(results):
             continue
         ours = results["pricestream"]
@@ -308,8 +332,9 @@ def main(argv: list[str] | None = None) -> None:
         over_rules = [o.revenue / s.revenue - 1.0 for o, s in zip(ours, results["rules"], strict=True)]
         print(f"{name} per seed, pricestream over static: {' '.join(f'{g:+.1%}' for g in gains)}; "
               f"over rules: {' '.join(f'{g:+.1%}' for g in over_rules)}")
-        share = all_ratios[name]["pricestream"]
-        last.append(f"{name}: pricestream {share[0]:.3f} of the DP oracle [{share[1]:.3f}, {share[2]:.3f}], "
+        share, of_dp = both["lp_bound"]["pricestream"], both["dp"]["pricestream"]
+        last.append(f"{name}: pricestream {share[0]:.3f} of the LP bound [{share[1]:.3f}, {share[2]:.3f}], "
+                    f"{of_dp[0]:.3f} of the decomposed DP, "
                     f"lowest gain over static {min(gains):+.1%} (over rules {min(over_rules):+.1%})")
     plot(all_ratios, args.png)
     print(f"\nplot: {args.png}; {args.days} days, {args.seeds} seeds, {args.hotels} hotels per preset, "

@@ -33,6 +33,7 @@ import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -43,6 +44,7 @@ from events.models import PricingRequest
 from pricing.bid_price import BidPriceConfig, DemandForecast, bid_price, cost_per_night, forecast, logit_tail
 from pricing.errors import BundleError
 from pricing.exploration import ExplorationConfig, explore
+from pricing.feature_source import FeatureRead
 from pricing.onnx_runtime import OnnxDemandModel
 from pricing.optimiser import check_bounds, optimise, price_grid
 from pricing.price_response import PriceResponse
@@ -214,6 +216,17 @@ class BidCache:
         return len(self._entries)
 
 
+STAY_BID_NIGHTS = 14
+"""Later nights of a stay whose own bid price is read (longer stays: the rest at the check-in night's bid):
+one feature read and one cached bid each."""
+
+
+class StayFeatures(Protocol):
+    """Where a pricer reads the features of a stay's later nights (a :class:`pricing.feature_source.FeatureSource`)."""
+
+    def read(self, hotel_id: str, room_type: str, stay_date: date) -> FeatureRead: ...
+
+
 class _BundlePricer:
     grid_size = LIGHT_GRID
     refine_passes = 0
@@ -228,8 +241,10 @@ class _BundlePricer:
         capacity: BidPriceConfig | None = DEFAULT_CAPACITY,
         exploration: ExplorationConfig | None = None,
         price_response: bool = True,
+        stay_features: StayFeatures | None = None,
     ) -> None:
         self._capacity = capacity
+        self._stay_features = stay_features
         self._exploration = exploration
         self._path = Path(bundle_dir)
         self._meta = dict(meta if meta is not None else read_meta(self._path))
@@ -427,7 +442,8 @@ class _BundlePricer:
             bid = self._bid_price(demand, low, high, fc, key)
         cost = 0.0
         if bid is not None and self._capacity is not None:
-            cost = cost_per_night(bid, request.nights, self._capacity)
+            stay = self._stay_bids(request, demand, low, high)
+            cost = cost_per_night(bid, request.nights, self._capacity, stay_bids=stay)
         best = optimise(
             demand,
             floor=low,
@@ -487,6 +503,35 @@ class _BundlePricer:
             lambda: bid_price(grid, probs, fc, method=cfg.method, nights=cfg.nights_mix, holds=cfg.stays_hold_nights),
         )
 
+    def _stay_bids(
+        self,
+        request: PricingRequest,
+        demand: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating]],
+        low: float,
+        high: float,
+    ) -> list[float] | None:
+        """Bid prices of the nights after check-in that a stay holds, from their own features.
+
+        Each night's forecast (its rooms left, searches, booking curve at its own lead) with the check-in
+        night's demand curve; a night with no features ends the list (:func:`cost_per_night` takes the
+        rest at the check-in night's bid). ``None`` without ``stay_features`` or for one night.
+        """
+        cfg, source = self._capacity, self._stay_features
+        if cfg is None or source is None or not cfg.stays_hold_nights or request.nights <= 1:
+            return None
+        out: list[float] = []
+        for k in range(1, min(request.nights, STAY_BID_NIGHTS + 1)):
+            night = request.stay_date + timedelta(days=k)
+            values = source.read(request.hotel_id, request.room_type, night).values
+            fc = forecast(request.model_copy(update={"stay_date": night}), values, cfg) if values else None
+            bid = None if fc is None else self._bid_price(
+                demand, low, high, fc, (request.hotel_id, request.room_type, night.isoformat(), str(request.channel))
+            )
+            if bid is None:
+                break
+            out.append(bid)
+        return out
+
     @property
     def bid_cache(self) -> BidCache:
         """The bid prices this pricer computed, per (hotel, room type, night, channel)."""
@@ -514,12 +559,15 @@ def load_pricer(
     capacity: BidPriceConfig | None = DEFAULT_CAPACITY,
     exploration: ExplorationConfig | None = None,
     price_response: bool = True,
+    stay_features: StayFeatures | None = None,
 ) -> LightPricer | HeavyPricer:
     """The pricer for a bundle, chosen by ``meta.json``'s ``tier``.
 
     ``capacity`` sets its bid-price forecast (``None``: myopic); ``exploration`` randomises the shown
     price around the chosen one and reports its propensity (``None``: off); ``price_response`` prices
-    with the bundle's pooled price response (:mod:`pricing.price_response`) when it has one.
+    with the bundle's pooled price response (:mod:`pricing.price_response`) when it has one;
+    ``stay_features`` (e.g. the scorer's feature source) gives the bid prices of a stay's later nights
+    (``BidPriceConfig.stays_hold_nights``): the stay is priced against the sum of its nights' bids.
 
     Raises:
         BundleError: if the bundle is missing, corrupt or of an unknown tier.
@@ -527,9 +575,9 @@ def load_pricer(
     meta = read_meta(bundle_dir)
     if meta["tier"] == "light":
         return LightPricer(bundle_dir, meta=meta, capacity=capacity, exploration=exploration,
-                           price_response=price_response)
+                           price_response=price_response, stay_features=stay_features)
     if meta["tier"] == "heavy":
         return HeavyPricer(bundle_dir, meta=meta, capacity=capacity, exploration=exploration,
-                           price_response=price_response)
+                           price_response=price_response, stay_features=stay_features)
     msg = f"bundle {bundle_dir}: tier {meta['tier']!r}, expected 'light' or 'heavy'"
     raise BundleError(msg)

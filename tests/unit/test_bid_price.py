@@ -256,3 +256,28 @@ def test_dp_bid_rises_as_rooms_run_out_and_is_positive_where_the_fluid_bid_is_ze
     assert dp_bid_price(PRICES, PROBS, fc(2.0, 30.0)) < 1e-6  # near arrival, rooms to spare
     assert bid_price(PRICES, PROBS, fc(100.0, 10.0), method="dp") == bids[-2]
     assert dp_bid_price(PRICES, PROBS, fc(100.0, 0.0)) == PRICES[-1]
+
+
+def test_a_stay_is_priced_against_the_bids_of_every_night_it_holds(bundle: Path) -> None:
+    """Same check-in night features; the later nights of a 3-night stay read from a feature source: scarcer
+    later nights raise the stay's price, open ones lower it, and without a source every night is the check-in's."""
+    from pricing.feature_source import MemoryFeatureSource
+
+    cfg = BidPriceConfig(curve_mean_days=25.0, stays_hold_nights=True, nights_per_booking=3.0)
+    checkin = {"views_7d": 20.0, "rooms_left": 6.0, "capacity": 40.0}
+    stay = request(30).model_copy(update={"nights": 3})
+
+    def priced(later_rooms: float | None) -> float:
+        source = MemoryFeatureSource()
+        if later_rooms is not None:
+            for k in (1, 2):
+                source.put("h1", "std", stay.stay_date + timedelta(days=k),
+                           {"views_7d": 20.0, "rooms_left": later_rooms, "capacity": 40.0})
+        pricer = load_pricer(bundle, capacity=cfg, stay_features=source)
+        return pricer.quote(stay, checkin, floor=60.0, ceiling=2000.0).price
+
+    scarce, unknown, same, open_ = priced(1.0), priced(None), priced(6.0), priced(40.0)
+    assert same == pytest.approx(unknown)  # later nights like the check-in night: as without their features
+    assert scarce > unknown > open_
+    no_source = load_pricer(bundle, capacity=cfg).quote(stay, checkin, floor=60.0, ceiling=2000.0)
+    assert no_source.price == pytest.approx(unknown)
