@@ -45,6 +45,7 @@ from pricestream.progress import progress_bar
 if TYPE_CHECKING:
     from events.config import KafkaConfig
     from infra.config import StackConfig
+    from pricestream.demo import DemoReport, RevenueLines
 
 app = typer.Typer(
     help="Real-time hotel pricing on a streaming feature platform.",
@@ -415,11 +416,24 @@ def demo(
             s, days=days, hotels=hotels, seed=s.seed if seed is None else seed,
             on_progress=lambda message: bar.update(task, description=message),
         )
-    lines = report.summary_lines()
+    lines = report.summary_lines(revenue=_demo_revenue(report, hotels=hotels, seed=s.seed if seed is None else seed))
     for line in lines:
         out.print(line)
     if report.plot_path is not None and not any(str(report.plot_path) in line for line in lines):
         out.print(f"plot: {report.plot_path}")
+
+
+def _demo_revenue(report: DemoReport, *, hotels: int, seed: int) -> RevenueLines:
+    """The demo's revenue lines with the comparison on its own shoppers (rules only, the DP oracle)."""
+    from functools import partial
+
+    from events.simulator import Market, MarketConfig
+    from pricestream.demo import revenue_lines
+
+    out.print("comparing the run's shoppers against rules only and the DP oracle (in-process)")
+    rules = None if report.state_dir is None else report.state_dir / "rules.yaml"
+    market = Market(MarketConfig(hotels=hotels, seed=seed))  # the run's market: its truth depends on these alone
+    return partial(revenue_lines, market=market, seed=seed, rules_file=rules)
 
 
 def main() -> None:  # pragma: no cover - console script entry

@@ -96,21 +96,32 @@ RevenueLines = Callable[[pd.DataFrame], list[str]]
 """Hook: the revenue comparison of a run's per-day frame as report lines (see :func:`revenue_lines`)."""
 
 
-def revenue_lines(f: pd.DataFrame) -> list[str]:
+def revenue_lines(
+    f: pd.DataFrame, *, market: Market | None = None, seed: int | None = None, rules_file: Path | None = None
+) -> list[str]:
     """Booked and expected revenue of the run against the static price and the oracle.
 
-    The hook of the report: pass another :data:`RevenueLines` (the simulator's own comparison
-    when it lands in :mod:`events.simulator`) to :meth:`DemoReport.summary_lines`.
+    The hook of the report: pass another :data:`RevenueLines` to :meth:`DemoReport.summary_lines`.
+    With the run's ``market``, ``seed`` and ``rules_file`` (``pricestream demo`` passes them), the
+    lines end with the comparison on the run's own shoppers against rules only and the DP oracle
+    (:func:`pricestream.demo_revenue.comparison_lines`).
     """
     total, static, best = f.policy.sum(), f.static.sum(), f.oracle.sum()
     e_total, e_static, e_best = f.policy_expected.sum(), f.static_expected.sum(), f.oracle_expected.sum()
-    return [
+    lines = [
         f"revenue: pricestream {total:,.0f} vs static {static:,.0f} ({(total / static - 1) * 100:+.1f}%) "
         f"vs oracle {best:,.0f} ({total / best * 100:.1f}% of the best possible)",
         "expected revenue of the offers shown (the truth's expectation: no booking-lottery noise): "
         f"pricestream {e_total:,.0f} vs static {e_static:,.0f} ({(e_total / e_static - 1) * 100:+.1f}%) "
         f"vs oracle {e_best:,.0f} ({e_total / e_best * 100:.1f}%)",
     ]
+    if market is not None and seed is not None and rules_file is not None and len(f):
+        from pricestream.demo_revenue import comparison_lines
+        from pricing.rules import RuleSet
+
+        rules = RuleSet.from_yaml(rules_file.read_text(encoding="utf-8"))
+        lines += comparison_lines(f, market=market, seed=seed, rules=rules)
+    return lines
 
 
 @dataclass
