@@ -21,6 +21,7 @@ seed, the same simulated shoppers (common random numbers) are priced by
   request does (segments mixed by arrival share): how much of the bound is information;
 * ``checkin_bid`` (``--compare-stay-bids``): pricestream with ``--stay-bids`` flipped; by default a stay
   is priced against the bids of every night it holds, each from that night's own features;
+* ``fluid_bid`` (``--compare-fluid``): pricestream with ``BidPriceConfig(method="fluid")``, the service's default;
 * ``explore``: pricestream with the shown price drawn from 5 prices within ``--explore``
   of its choice (``pricing.exploration``, propensity logged): the revenue cost of exploring.
 
@@ -204,9 +205,11 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
         names = POLICIES + (("explore",) if args.explore else ()) + (("no_bid_price",) if args.no_bid_price else ())
         names += ("covering",) if args.compare_covering else ()
         names += ("checkin_bid",) if args.compare_stay_bids else ()
+        names += ("fluid_bid",) if args.compare_fluid else ()
+        fluid = capacity.model_copy(update={"method": "fluid"})
         covering = capacity.model_copy(update={"covering_stays": not capacity.covering_stays})
         names = tuple(n for n in names
-                      if not args.policies or n in args.policies or n in ("dp", "covering", "checkin_bid"))
+                      if not args.policies or n in args.policies or n in ("dp", "covering", "checkin_bid", "fluid_bid"))
         results: dict[str, list[Outcome]] = {p: [] for p in ("lp_bound", *names)}
         for seed in range(args.seeds):
             t1 = time.perf_counter()
@@ -229,6 +232,7 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                     models = None if policy_name == "rules" else bundles
                     bid = None if policy_name == "no_bid_price" else capacity
                     bid = covering if policy_name == "covering" else bid
+                    bid = fluid if policy_name == "fluid_bid" else bid
                     band = ExplorationConfig(band=args.explore, arms=5) if policy_name == "explore" else None
                     s = scorer(market, source=source, bundles=models, capacity=bid, exploration=band,
                                rules_below=args.rules_below,
@@ -239,7 +243,8 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                 results[policy_name].append(out)
                 say(f"{name} seed {seed} {policy_name:11s} revenue {out.revenue:12,.0f} occupancy "
                     f"{out.occupancy:.3f} ADR {out.adr:7.2f} ({time.perf_counter() - t1:.1f}s)")
-                if policy_name in ("rules", "pricestream", "explore", "no_bid_price", "covering", "checkin_bid"):
+                if policy_name in ("rules", "pricestream", "explore", "no_bid_price", "covering", "checkin_bid",
+                                   "fluid_bid"):
                     say(f"{name} seed {seed} {policy_name:11s} {latency_line(latencies, (s.light, s.heavy))}")
     return results
 
@@ -311,6 +316,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="price a stay against the bids of every night it holds (each night's own features)")
     parser.add_argument("--compare-stay-bids", action="store_true",
                         help="also run pricestream with --stay-bids flipped (policy 'checkin_bid')")
+    parser.add_argument("--compare-fluid", action="store_true",
+                        help="also run pricestream with the fluid bid (policy 'fluid_bid')")
     parser.add_argument("--policies", nargs="*", default=None, help="run only these (and dp, the reference)")
     parser.add_argument("--explore", type=float, default=0.05,
                         help="also run pricestream exploring within this band, 5 arms (0: not run)")
