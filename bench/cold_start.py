@@ -3,8 +3,9 @@
 For each preset (``resort``, ``city``) a market of ``--hotels`` hotels: all but the
 last are mature (the pooled light and heavy models are trained on their 60 days of
 history before the start, as ``bench/revenue.py`` trains), the last joins on day 0:
-the stream has none of its events before then (its features start empty), no model
-has seen it, and it is priced in the three stages of :mod:`pricing.cold_start`
+the stream has none of its behaviour events (searches, views, bookings, cancellations)
+before then, only what an onboarding brings (``--onboard``: its rooms left per night and its
+competitors' rates, or nothing), no model has seen it, and it is priced in the three stages of :mod:`pricing.cold_start`
 (:class:`~pricing.cold_start.ColdStartScorer`, the same scorer, rules, ONNX models and
 bid price that the service runs): rules on its first ``transfer_after_days``, then the
 pooled models, then its own models, continued from the pooled ones on its own labels
@@ -67,6 +68,10 @@ TRAIL_DAYS = 3
 """Days in the trailing share: one hotel's day holds a handful of bookings, too few for a daily ratio."""
 TARGET = 0.95
 RUNS = ("static", "dp", "staged", "rules_only", "transfer_only")
+ONBOARD = {"inventory": frozenset({"inventory", "competitor_rate"}), "none": frozenset()}
+"""What a joining hotel brings (``--onboard``): ``inventory``, its channel manager's rooms left per night and the
+rate shopper's competitor rates (market data, collected whether or not the hotel is a customer), as an onboarding
+does; ``none``, nothing: its first inventory feature comes with its first booking after it joins."""
 
 
 @dataclass
@@ -141,6 +146,8 @@ class Setup:
     start: datetime
     config: ColdStartConfig
     work: Path
+    onboard: frozenset[str]
+    """Event types of the new hotel that the stream has from before it joins (``ONBOARD``)."""
 
 
 def setup(name: str, args: argparse.Namespace, work: Path, say: Callable[[str], None]) -> Setup:
@@ -165,7 +172,8 @@ def setup(name: str, args: argparse.Namespace, work: Path, say: Callable[[str], 
                              own_after_bookings=args.own_after_bookings, own_weight=args.own_weight)
     say(f"{name}: pooled models on {len(pooled)} rows of {len(mature)} mature hotels, DP solved "
         f"({time.perf_counter() - t0:.0f}s); new hotel {new}")
-    return Setup(market, new, mature, (light.path, heavy.path), pooled, capacity, dp, start, config, work)
+    return Setup(market, new, mature, (light.path, heavy.path), pooled, capacity, dp, start, config, work,
+                 ONBOARD[args.onboard])
 
 
 def request_of(offer: Offer) -> PricingRequest:
@@ -206,8 +214,8 @@ def staged_policy(s: Setup, which: str, seed: int, tally: Tally) -> tuple[Policy
 
     def on_event(event: object) -> None:
         hotel, at = getattr(event, "hotel_id", None), event.event_time  # type: ignore[attr-defined]
-        if hotel == s.new and at < s.start:
-            return  # the stream has none of the new hotel's events before it joins
+        if hotel == s.new and at < s.start and event.event_type not in s.onboard:  # type: ignore[attr-defined]
+            return  # the stream has none of the new hotel's behaviour events before it joins
         feats.add(event)  # type: ignore[arg-type]
         if hotel == s.new and event.event_type == "booking":  # type: ignore[attr-defined]
             labels.booked(event)
@@ -253,6 +261,8 @@ class Summary:
     stage_of_day: list[str]
     stage_share: dict[str, float]
     days_to_target: int | None
+    totals: dict[str, float]
+    """Run -> the new hotel's revenue over the window (sum over seeds)."""
 
 
 def summarise(results: dict[str, list[Tally]], days: int) -> Summary:
@@ -281,8 +291,9 @@ def summarise(results: dict[str, list[Tally]], days: int) -> Summary:
             stage_share[st] = float(staged[idx].sum() / dp_new[idx].sum())
     ok = trailing >= TARGET * mature_share
     reach = next((d for d in range(days) if ok[d:].all()), None)
+    totals = {w: float(per_day(w, new).sum()) for w in RUNS}
     return Summary(days, mature_share, share, trailing, staged / per_day("static", new) - 1.0, stage_of_day,
-                   stage_share, reach)
+                   stage_share, reach, totals)
 
 
 def report(name: str, sm: Summary) -> str:
@@ -294,6 +305,10 @@ def report(name: str, sm: Summary) -> str:
         print(f"{d:3d} {sm.stage_of_day[d]:8s} {sm.vs_static[d]:+9.1%} {sm.share['staged'][d]:6.3f} "
               f"{sm.trailing[d]:8.3f} {sm.share['rules_only'][d]:10.3f} {sm.share['transfer_only'][d]:13.3f} "
               f"{sm.share['static'][d]:6.3f}")
+    t = sm.totals
+    print("window, new hotel (sum over seeds): " + ", ".join(f"{w} {v:,.0f}" for w, v in t.items())
+          + f"; staged over static {t['staged'] / t['static'] - 1:+.1%}, over rules only "
+          f"{t['staged'] / t['rules_only'] - 1:+.1%}; share of DP {t['staged'] / t['dp']:.3f}")
     reach = f"on day {sm.days_to_target}" if sm.days_to_target is not None else f"not within {sm.days} days"
     stages = ", ".join(f"{k} {v:.3f}" for k, v in sm.stage_share.items())
     return f"{name}: 95% of the mature share ({sm.mature_share:.3f}) reached {reach}; stage shares {stages}"
@@ -341,6 +356,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--own-after-labels", type=int, default=300)
     parser.add_argument("--own-after-bookings", type=int, default=10)
     parser.add_argument("--own-weight", type=float, default=4.0)
+    parser.add_argument("--onboard", choices=sorted(ONBOARD), default="inventory",
+                        help="what the stream has of the new hotel from before it joins (see ONBOARD)")
     parser.add_argument("--png", type=Path, default=Path("reports/cold_start.png"))
     args = parser.parse_args(argv)
 
