@@ -40,3 +40,39 @@ def calibrate(
     out.print(f"{len(checks) - len(missed)}/{len(checks)} figures within tolerance")
     if missed:
         fail(f"preset {preset}: outside tolerance: {', '.join(missed)}")
+
+
+@app.command("bound")
+def bound(
+    preset: Annotated[
+        str, typer.Option("--preset", envvar="PRICESTREAM_MARKET_PRESET", help="resort, city or flat")
+    ] = "resort",
+    hotels: Annotated[int, typer.Option(envvar="PRICESTREAM_MARKET_HOTELS", min=1, help="hotels simulated")] = 1,
+    seed: Annotated[int, typer.Option(envvar="PRICESTREAM_SEED", help="simulation seed")] = 0,
+    start: Annotated[
+        str, typer.Option(envvar="PRICESTREAM_MARKET_START", help="first priced instant, ISO-8601 with timezone")
+    ] = "2026-05-01T00:00:00+00:00",
+    days: Annotated[int, typer.Option(envvar="PRICESTREAM_MARKET_DAYS", min=1, help="check-in nights priced")] = 60,
+    warmup_days: Annotated[
+        int, typer.Option(envvar="PRICESTREAM_MARKET_WARMUP_DAYS", min=0, help="days at the static price first")
+    ] = 14,
+) -> None:
+    """The fluid LP bound on any policy's expected net revenue for a window (events.simulator.fluid)."""
+    from datetime import datetime
+
+    from events.simulator import Market
+    from events.simulator.fluid import fluid_bound
+    from events.simulator.presets import PRESETS
+    from events.simulator.presets import preset as make
+
+    if preset not in PRESETS:
+        fail(f"--preset: got {preset!r}, expected one of {sorted(PRESETS)}")
+    try:
+        at = datetime.fromisoformat(start)
+    except ValueError:
+        fail(f"--start: got {start!r}, expected an ISO-8601 time with a timezone")
+    if at.tzinfo is None:
+        fail(f"--start: got {start!r}, expected an ISO-8601 time with a timezone")
+    value = fluid_bound(Market(make(preset, hotels=hotels, seed=0)), start=at, days=days, seed=seed,
+                        warmup_days=warmup_days)
+    out.print(f"preset {preset}, seed {seed}, {days} nights from {at.isoformat()}: fluid LP bound {value:,.0f}")

@@ -92,3 +92,20 @@ def test_fluid_bound_is_above_every_simulated_policy_on_a_small_multi_night_mark
     assert max(np.mean(v) for v in revenue.values()) > 0.5 * np.mean(bounds)  # not vacuous
     classes = market_classes(market, 0, 0, start=start, days=days)
     assert classes.span.max() > 1 and set(np.unique(classes.first)) == set(range(days))
+
+
+def test_cli_prints_the_bound_and_refuses_a_naive_start() -> None:
+    from typer.testing import CliRunner
+
+    from pricestream.cli import app
+
+    args = ["market", "bound", "--preset", "city", "--days", "4", "--warmup-days", "1"]
+    ok = CliRunner().invoke(app, args)
+    assert ok.exit_code == 0, ok.output
+    figure = float(ok.output.rsplit("fluid LP bound", 1)[1].strip().replace(",", ""))
+    market = Market(preset("city", hotels=1, seed=0))
+    assert figure == pytest.approx(
+        fluid_bound(market, start=datetime(2026, 5, 1, tzinfo=UTC), days=4, seed=0, warmup_days=1), abs=0.5
+    )
+    bad = CliRunner().invoke(app, [*args, "--start", "2026-05-01T00:00:00"])
+    assert bad.exit_code == 1 and "--start" in bad.output and "timezone" in bad.output
