@@ -45,7 +45,7 @@ import psutil
 from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client import CollectorRegistry
 from pyflink.datastream import StreamExecutionEnvironment
-from pyflink.table import StreamTableEnvironment, TableResult
+from pyflink.table import TableResult
 
 from events.admin import create_topics
 from events.config import KafkaConfig
@@ -60,7 +60,7 @@ from features.rows import parse_row
 from infra.config import StackConfig
 from infra.flink_cluster import free_port
 from pipelines.config import FeatureJobConfig, OnlineSink
-from pipelines.feature_job import build_feature_job, job_configuration
+from pipelines.feature_job import StreamJob, build_feature_job, job_configuration
 from pricestream.settings import Settings
 
 try:
@@ -161,11 +161,10 @@ JOBS = {"tiled": build_feature_job, "over": build_over_job, "parse-only": build_
         "source-only": build_source_only_job}
 
 
-def start_job(config: FeatureJobConfig, rest_port: int, *, job: str = "tiled") -> TableResult:
+def start_job(config: FeatureJobConfig, rest_port: int, *, job: str = "tiled") -> TableResult | StreamJob:
     conf = job_configuration(config)
     conf.set_string("rest.port", str(rest_port))  # the MiniCluster's REST API, for the metrics below
-    env = StreamTableEnvironment.create(StreamExecutionEnvironment.get_execution_environment(conf))
-    return JOBS[job](env, config).execute()
+    return JOBS[job](StreamExecutionEnvironment.get_execution_environment(conf), config).execute()
 
 
 def rest(port: int, path: str) -> dict:
@@ -177,7 +176,7 @@ def rest_json(port: int, path: str) -> Any:
         return json.loads(resp.read())
 
 
-def job_id(result: TableResult) -> str:
+def job_id(result: TableResult | StreamJob) -> str:
     client = result.get_job_client()
     if client is None:
         msg = "the job has no client: was it submitted?"
@@ -217,7 +216,7 @@ def sample_vertices(port: int, jid: str) -> tuple[str, list[dict]]:
     return str(body["state"]), [{"name": v["name"], **v["metrics"]} for v in body["vertices"]]
 
 
-def watch_job(port: int, result: TableResult, *, watch_sink: bool = False) -> dict:
+def watch_job(port: int, result: TableResult | StreamJob, *, watch_sink: bool = False) -> dict:
     """Poll the job's REST API until it ends; returns when its source started emitting, and the last metrics.
 
     The per-job MiniCluster shuts down with its job, so a REST endpoint that stops answering

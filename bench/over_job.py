@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pyflink.common import WatermarkStrategy
 from pyflink.common.serialization import SimpleStringSchema
-from pyflink.datastream import DataStream, StreamExecutionEnvironment
+from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.datastream.connectors.kafka import KafkaOffsetsInitializer, KafkaSource
 from pyflink.java_gateway import get_gateway
 from pyflink.table import StatementSet, StreamTableEnvironment
@@ -21,15 +21,18 @@ from pyflink.util.java_utils import add_jars_to_context_class_loader
 from bench.sql_source import (
     _PUBLISH_MS,
     _VERSION,
+    _kafka_with,
     classified_view,
     dlq_insert,
+    dlq_sink_ddl,
     function_ddl,
     register_parsed,
     source_ddl,
     valid_view,
 )
 from pipelines.config import FeatureJobConfig
-from pipelines.feature_sql import _kafka_with, dlq_sink_ddl, source_spec
+from pipelines.feature_job import StreamJob
+from pipelines.feature_sql import source_spec
 
 OVER_TOPIC = "features.over"
 
@@ -88,8 +91,9 @@ CREATE TEMPORARY TABLE over_sink (
 )"""
 
 
-def build_over_job(env: StreamTableEnvironment, config: FeatureJobConfig) -> StatementSet:
-    """The OVER job on ``env``: same source, parse, validation and DLQ as the tiled job."""
+def build_over_job(stream_env: StreamExecutionEnvironment, config: FeatureJobConfig) -> StatementSet:
+    """The OVER job: same source, parse, validation and DLQ as the tiled job, in SQL."""
+    env = StreamTableEnvironment.create(stream_env)
     for statement in (*function_ddl(), source_ddl(config), over_sink_ddl(config), dlq_sink_ddl(config)):
         env.execute_sql(statement)
     register_parsed(env)
@@ -101,44 +105,28 @@ def build_over_job(env: StreamTableEnvironment, config: FeatureJobConfig) -> Sta
     return job
 
 
-def build_parse_only_job(env: StreamTableEnvironment, config: FeatureJobConfig) -> StatementSet:
-    """The tiled job's own source side (``SourceJob.java``: read, parse, validate, DLQ); valid rows into a blackhole.
+def _discard(stream: object) -> None:
+    stream.sinkTo(get_gateway().jvm.org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink())  # type: ignore[attr-defined]
+
+
+def build_parse_only_job(stream_env: StreamExecutionEnvironment, config: FeatureJobConfig) -> StreamJob:
+    """The tiled job's own source side (``SourceJob.java``: read, parse, validate, split) into discarding sinks.
 
     The ceiling of any aggregation behind this source.
     """
-    env.execute_sql(dlq_sink_ddl(config))
     add_jars_to_context_class_loader([config.functions_jar.resolve().as_uri()])
-    source = get_gateway().jvm.io.pricestream.flink.SourceJob.build(env._j_tenv.execEnv(), source_spec(config))
-    env.create_temporary_view("dead_letters", env.from_data_stream(DataStream(source.dlq())))
-    env.create_temporary_view("valid_rows", env.from_data_stream(DataStream(source.valid())))
-    env.execute_sql("CREATE TEMPORARY TABLE parsed_sink (hotel_id STRING, event_time_ms BIGINT, lead_days DOUBLE) "
-                    "WITH ('connector' = 'blackhole')")
-    job = env.create_statement_set()
-    job.add_insert_sql("INSERT INTO dlq_sink SELECT payload, headers FROM dead_letters")
-    job.add_insert_sql("INSERT INTO parsed_sink SELECT hotel_id, event_time_ms, lead_days FROM valid_rows")
-    return job
+    source = get_gateway().jvm.io.pricestream.flink.SourceJob.build(stream_env._j_stream_execution_environment,
+                                                                     source_spec(config))
+    for stream in (source.valid(), source.inventory(), source.dlq()):
+        _discard(stream)
+    return StreamJob(stream_env, "parse only")
 
 
-class _StreamJob:
-    """A DataStream job in the shape ``bench/ingest.py`` runs a statement set: ``execute().wait()``."""
-
-    def __init__(self, env: StreamExecutionEnvironment, name: str) -> None:
-        self._env, self._name = env, name
-
-    def execute(self) -> _StreamJob:
-        self._client = self._env.execute_async(self._name)
-        return self
-
-    def wait(self) -> None:
-        self._client.get_job_execution_result().result()
-
-
-def build_source_only_job(env: StreamTableEnvironment, config: FeatureJobConfig) -> _StreamJob:
+def build_source_only_job(stream_env: StreamExecutionEnvironment, config: FeatureJobConfig) -> StreamJob:
     """The engine's own ceiling on this host: a bare DataStream Kafka source (values as text) into a discarding sink.
 
     No SQL, no parse, no watermarks: what Flink's Kafka source costs per record on this machine.
     """
-    stream_env = StreamExecutionEnvironment(env._j_tenv.execEnv())
     source = (KafkaSource.builder()
               .set_bootstrap_servers(config.bootstrap_servers)
               .set_topics(config.topic(config.source_topic))
@@ -149,6 +137,5 @@ def build_source_only_job(env: StreamTableEnvironment, config: FeatureJobConfig)
               .set_value_only_deserializer(SimpleStringSchema())
               .build())
     stream = stream_env.from_source(source, WatermarkStrategy.no_watermarks(), "bare Kafka source")
-    discard = get_gateway().jvm.org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink()
-    stream._j_data_stream.sinkTo(discard)
-    return _StreamJob(stream_env, "bare Kafka source")
+    _discard(stream._j_data_stream)
+    return StreamJob(stream_env, "bare Kafka source")

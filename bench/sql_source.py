@@ -12,7 +12,40 @@ from __future__ import annotations
 from pyflink.table import DataTypes, Schema, StreamTableEnvironment
 
 from pipelines.config import FeatureJobConfig
-from pipelines.feature_sql import _kafka_with, late_reason
+from pipelines.feature_sql import late_reason
+
+
+def _kafka_with(config: FeatureJobConfig, topic: str, **extra: str) -> str:
+    opts = {
+        "connector": "kafka",
+        "topic": config.topic(topic),
+        "properties.bootstrap.servers": config.bootstrap_servers,
+        **{f"properties.{k}": v for k, v in config.kafka_properties.items()},
+        **extra,
+    }
+    return ",\n  ".join(f"'{k}' = '{_quoted(v)}'" for k, v in opts.items())
+
+
+def _quoted(value: str) -> str:
+    """A SQL string literal's body (a JAAS line may hold quotes)."""
+    return value.replace("'", "''")
+
+
+def dlq_sink_ddl(config: FeatureJobConfig) -> str:
+    extra = {
+        "format": "raw",
+        "sink.delivery-guarantee": config.delivery,
+        "sink.transactional-id-prefix": f"{config.transactional_id_prefix}-dlq",
+        "properties.transaction.timeout.ms": str(config.transaction_timeout_ms),
+    }
+    return f"""
+CREATE TEMPORARY TABLE dlq_sink (
+  payload BYTES,
+  headers MAP<STRING, BYTES> METADATA
+) WITH (
+  {_kafka_with(config, config.source_topic + '.dlq', **extra)}
+)"""
+
 
 _VERSION = "CAST(event_time_ms AS BIGINT) * 1000000 + MOD(src_offset, 1000000)"
 # Broker append time of the record, in ms: the start of the freshness clock.

@@ -18,7 +18,7 @@ POM_DIR = Path(__file__).resolve().parent / "maven"
 UDF_SOURCES = Path(__file__).resolve().parent.parent / "pipelines" / "udf" / "src"
 """Java sources of the feature job's functions (the one-pass event parser)."""
 UDF_RESOURCES = UDF_SOURCES.parent / "resources"
-"""Files packed as they are (the service entry of the ``pricestream-redis`` table connector)."""
+"""Files packed as they are, if any (none today: the job has no SQL connector of its own)."""
 UDF_JAR = "pricestream-udf.jar"
 _JAVA_RELEASE = "11"  # the oldest JVM Flink 2.x runs on
 BUNDLES: tuple[str, ...] = ("kafka", "flink", "redis")

@@ -15,28 +15,21 @@ import tempfile
 import threading
 from pathlib import Path
 
-from pyflink.common import Configuration
-from pyflink.datastream import DataStream, StreamExecutionEnvironment
+from pyflink.common import Configuration, JobClient
+from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.java_gateway import get_gateway
-from pyflink.table import StatementSet, StreamTableEnvironment, TableResult
 from pyflink.util.java_utils import add_jars_to_context_class_loader
 
 from events.contract import encoded_job_spec
 from pipelines.config import FeatureJobConfig
-from pipelines.feature_sql import (
-    DEAD_LETTERS_VIEW,
-    TILE_VALUES_VIEW,
-    all_statements,
-    source_spec,
-    tile_spec,
-)
+from pipelines.feature_sql import redis_sink_spec, sink_spec, source_spec, tile_spec
 
 SPEC_PARAMETER = "pricestream.contract"
 """Name of the job parameter ``ParseEvent.java`` reads the contract spec from."""
 
 
 def job_configuration(config: FeatureJobConfig) -> Configuration:
-    """Flink settings of the job: checkpointing, restore, stable uids, UTC."""
+    """Flink settings of the job: its jars and contract, checkpointing, restore, object reuse, restarts."""
     conf = Configuration()
     conf.set_string("pipeline.jars", ";".join(jar.resolve().as_uri() for jar in (config.connector_jar,
                                                                                   config.functions_jar)))
@@ -54,20 +47,10 @@ def job_configuration(config: FeatureJobConfig) -> Configuration:
     conf.set_string("state.checkpoints.num-retained", "3")
     if config.restore_from is not None:
         conf.set_string("execution.state-recovery.path", config.restore_from.resolve().as_uri())
-    # Savepoint compatibility: every operator gets a deterministic uid from the plan.
-    conf.set_string("table.exec.uid.generation", "ALWAYS")
-    conf.set_string("table.local-time-zone", "UTC")
-    # Parse and classify each event once: without this the planner inlines the shared
-    # parsed -> classified views into every consumer's Calc (seven), 247 JSON_VALUE calls
-    # per event; with it the shared `parsed` view is one optimize block, computed once (13).
-    conf.set_string("table.optimizer.reuse-optimize-block-with-digest-enabled", "true")
-    # SQL operators copy what they keep; skipping the defensive copies between chained operators
-    # cut the job's CPU per event by ~9% (bench/ingest.py).
+    # Savepoint compatibility: every operator of the job sets its own uid (SourceJob, TileJob, SinkJob).
+    # Operators copy what they keep; skipping the defensive copies between chained operators cut the
+    # job's CPU per event by ~9% (bench/ingest.py).
     conf.set_string("pipeline.object-reuse", "true")
-    conf.set_string("table.exec.source.idle-timeout", f"{config.idle_timeout_ms} ms")
-    # No aggregation runs in SQL (the tile operator keeps and evicts its own state): no mini-batch,
-    # whose assigner would also swap the event-time watermarks for processing-time ones, and no state TTL.
-    conf.set_string("table.exec.mini-batch.enabled", "false")
     # Bad data never fails the job (it goes to the DLQ); a failure is infrastructure, so
     # retry a few times and then surface it instead of restarting forever.
     conf.set_string("restart-strategy.type", "fixed-delay")
@@ -76,40 +59,49 @@ def job_configuration(config: FeatureJobConfig) -> Configuration:
     return conf
 
 
-def build_feature_job(env: StreamTableEnvironment, config: FeatureJobConfig) -> StatementSet:
-    """Register the source side, the sinks and the views on ``env``; return the job's statement set."""
-    ddl, inserts = all_statements(config)
-    for statement in ddl:  # features.v1, the DLQ, Redis
-        env.execute_sql(statement)
-    register_source(env, config)
-    job = env.create_statement_set()
-    for statement in inserts:  # DLQ, the value rows (tiles and inventory) to features.v1 and Redis
-        job.add_insert_sql(statement)
-    return job
+class StreamJob:
+    """A DataStream job: :meth:`execute` submits it; then its :meth:`get_job_client` and :meth:`wait` for its end."""
+
+    def __init__(self, env: StreamExecutionEnvironment, name: str) -> None:
+        self._env, self._name = env, name
+        self._client: JobClient | None = None
+
+    def execute(self) -> StreamJob:
+        self._client = self._env.execute_async(self._name)
+        return self
+
+    def get_job_client(self) -> JobClient | None:
+        return self._client
+
+    def wait(self) -> None:
+        """Block until the job ends; raises its failure if it failed."""
+        if self._client is None:
+            msg = "wait: got a job that was not executed, expected execute() first"
+            raise RuntimeError(msg)
+        self._client.get_job_execution_result().result()
 
 
-def register_source(env: StreamTableEnvironment, config: FeatureJobConfig) -> None:
-    """The JVM source side (``SourceJob.java``) into the tile operator (``TileJob.java``), as two views.
+def build_feature_job(env: StreamExecutionEnvironment, config: FeatureJobConfig) -> StreamJob:
+    """The whole job on the JVM, added to ``env``: source side, tile operators, sinks.
 
     Kafka records are parsed once, validated, stamped with event time and watermarks, and split into
-    valid events, inventory rows and dead letters, all in the source's task; the valid events go,
-    keyed per entity group, to the tile operators. SQL cannot keep a key's tiles, merge them on a
-    flush timer and drop the ones that left every window, so the job is DataStream code up to its
-    sinks (all on the JVM: PyFlink only wires the Java objects). Registers
-    :data:`~pipelines.feature_sql.TILE_VALUES_VIEW` (tiles and inventory) and
-    :data:`~pipelines.feature_sql.DEAD_LETTERS_VIEW`.
+    valid events, inventory rows and dead letters, all in the source's task (``SourceJob.java``); the
+    valid events go, keyed per entity group, to the tile operators (``TileJob.java``: SQL cannot keep a
+    key's tiles, merge them on a flush timer and drop the ones that left every window); their value
+    rows and the inventory rows go to ``features.v1`` and to Redis, the dead letters to the DLQ, by
+    DataStream sinks (``SinkJob.java``) with no Table conversion. PyFlink only wires the Java objects.
     """
     add_jars_to_context_class_loader([config.functions_jar.resolve().as_uri()])  # the client's view of the jar
     flink = get_gateway().jvm.io.pricestream.flink
-    source = flink.SourceJob.build(env._j_tenv.execEnv(), source_spec(config))
+    source = flink.SourceJob.build(env._j_stream_execution_environment, source_spec(config))
     rows = flink.TileJob.union(flink.TileJob.apply(source.valid(), tile_spec(config)), source.inventory())
-    env.create_temporary_view(TILE_VALUES_VIEW, env.from_data_stream(DataStream(rows)))
-    env.create_temporary_view(DEAD_LETTERS_VIEW, env.from_data_stream(DataStream(source.dlq())))
+    online = redis_sink_spec(config) if config.online is not None else None
+    flink.SinkJob.attach(rows, source.dlq(), sink_spec(config), online)
+    return StreamJob(env, "pricestream-features")
 
 
-def create_env(config: FeatureJobConfig) -> StreamTableEnvironment:
-    stream_env = StreamExecutionEnvironment.get_execution_environment(job_configuration(config))
-    return StreamTableEnvironment.create(stream_env)
+def create_env(config: FeatureJobConfig) -> StreamExecutionEnvironment:
+    return StreamExecutionEnvironment.get_execution_environment(job_configuration(config))
 
 
 SAVEPOINTS = "savepoints"
@@ -128,7 +120,7 @@ def latest_checkpoint(root: Path) -> Path | None:
     return max(found, key=lambda chk: chk.stat().st_mtime_ns) if found else None
 
 
-def stop_with_savepoint(result: TableResult, config: FeatureJobConfig) -> str:
+def stop_with_savepoint(result: StreamJob, config: FeatureJobConfig) -> str:
     """Stop the running job with a savepoint under the checkpoint directory; returns its path.
 
     The next ``resume_point`` picks it (it is the newest), so stop and start lose nothing.
@@ -176,7 +168,7 @@ def run_until_stopped(config: FeatureJobConfig, stop: threading.Event, *, poll_s
     return stop_with_savepoint(result, config)
 
 
-def run(config: FeatureJobConfig, *, wait: bool = True) -> TableResult:
+def run(config: FeatureJobConfig, *, wait: bool = True) -> StreamJob:
     """Build and execute the job; with ``wait`` block until it ends (bounded runs end).
 
     Submitted detached (``flink run -d``) it never waits: the client would otherwise
@@ -184,7 +176,8 @@ def run(config: FeatureJobConfig, *, wait: bool = True) -> TableResult:
     """
     env = create_env(config)
     result = build_feature_job(env, config).execute()
-    if wait and env.get_config().get("execution.attached", "true").lower() != "false":
+    attached = get_gateway().jvm.org.apache.flink.configuration.DeploymentOptions.ATTACHED
+    if wait and env._j_stream_execution_environment.getConfiguration().get(attached):
         result.wait()
     return result
 

@@ -1,12 +1,13 @@
-"""Flink SQL of the feature job, as pure functions returning statements (and the tile spec).
+"""The feature job's JVM parts, configured from Python: each function returns the JSON spec of one.
 
-Everything runs on the JVM; Python only assembles the text, generated from the one declaration of
-the views (:data:`events.catalog.VIEW_SPECS`). The SQL parses and classifies each event once and
-routes refused and late ones to the DLQ; the windowed views are tiled by one JVM operator per
-entity group (``pipelines/udf/.../TileAggregator.java``, fed the rows of :func:`tile_input_query`
-and configured by :func:`tile_spec`), which emits each changed view's window values; the inventory
-view is a state: its rows carry ``event_time_ms * 1e6 + offset % 1e6`` as version (deterministic on
-replay, tie-broken by the partition offset). Both land on ``features.v1`` as value rows, one per
+Everything runs on the JVM (``pipelines/udf``); Python only assembles the specs, generated from the
+one declaration of the views (:data:`events.catalog.VIEW_SPECS`) and of the Redis layout
+(:mod:`features.layout`). :func:`source_spec` configures ``SourceJob.java`` (read, parse once,
+validate, split valid / inventory / dead letters), :func:`tile_spec` the tile operators
+(``TileAggregator.java``), which emit each changed view's window values, :func:`sink_spec` and
+:func:`redis_sink_spec` the sinks (``SinkJob.java``, ``RedisFeatureSink.java``). The inventory view
+is a state: its rows carry ``event_time_ms * 1e6 + offset % 1e6`` as version (deterministic on replay,
+tie-broken by the partition offset). Both land on ``features.v1`` and in Redis as value rows, one per
 (entity, view).
 """
 
@@ -20,79 +21,34 @@ from events.catalog import STAY_KEYS, VIEW_SPECS, VIEWS, ViewSpec
 from pipelines.config import FeatureJobConfig
 
 
-def _kafka_with(config: FeatureJobConfig, topic: str, **extra: str) -> str:
-    opts = {
-        "connector": "kafka",
-        "topic": config.topic(topic),
-        "properties.bootstrap.servers": config.bootstrap_servers,
-        **{f"properties.{k}": v for k, v in config.kafka_properties.items()},
-        **extra,
-    }
-    return ",\n  ".join(f"'{k}' = '{_quoted(v)}'" for k, v in opts.items())
+def sink_spec(config: FeatureJobConfig) -> str:
+    """JSON of ``SinkJob.java``: where the value rows and the dead letters go, and how they are delivered.
 
-
-def _quoted(value: str) -> str:
-    """A SQL string literal's body (a JAAS line may hold quotes)."""
-    return value.replace("'", "''")
-
-
-_VALUE_ROW_COLUMNS = """  hotel_id STRING,
-  room_type STRING,
-  stay_date STRING,
-  `view` STRING,
-  feature_time BIGINT,
-  version BIGINT,
-  publish_time BIGINT,
-  features MAP<STRING, DOUBLE>
-"""
-"""A value row's columns (``TileJob.OUTPUT_NAMES``): both sinks of the rows take them."""
-
-
-def features_sink_ddl(config: FeatureJobConfig) -> str:
-    """Every view's value rows, keyed by (entity, view): a replayed row carries the same version and changes nothing.
-
-    Plain Kafka, insert-only: the tile operator has already folded a flush interval's updates of an
-    entity into one row per view. At-least-once by default (``tile_delivery``): the online writer's
-    compare-and-set on the version makes a repeated row a no-op, so a row is visible as soon as it
-    is written instead of at the next checkpoint.
+    Value rows are keyed by (entity, view): a replayed row carries the same version and changes nothing.
+    They go at-least-once by default (``tile_delivery``): the online writer's compare-and-set on the
+    version makes a repeated row a no-op, so a row is visible as soon as it is written instead of at
+    the next checkpoint. Dead letters keep ``delivery`` (exactly-once by default).
     """
-    extra = {
-        "key.format": "json",
-        "key.fields": "hotel_id;room_type;stay_date;view",
-        "value.format": "json",
-        "value.fields-include": "ALL",
-        "sink.delivery-guarantee": config.tile_delivery,
-        "sink.transactional-id-prefix": f"{config.transactional_id_prefix}-features",
-        "properties.transaction.timeout.ms": str(config.transaction_timeout_ms),
-        # Value rows are small (~400 bytes): larger batches cut the producer's network thread, which
-        # cost ~45 us per event with the defaults (16 kB batches). No compression: each new lz4 batch
-        # allocated its block buffers (~2% of the job's CPU samples); the JVM used 81 s instead of 95 s for
-        # 120,000 events without it (one run each, loaded host).
-        "properties.linger.ms": "20",
-        "properties.batch.size": "262144",
-        "properties.compression.type": "none",
-    }
-    return f"""
-CREATE TEMPORARY TABLE features_sink (
-{_VALUE_ROW_COLUMNS}) WITH (
-  {_kafka_with(config, config.sink_topic, **extra)}
-)"""
-
-
-def dlq_sink_ddl(config: FeatureJobConfig) -> str:
-    extra = {
-        "format": "raw",
-        "sink.delivery-guarantee": config.delivery,
-        "sink.transactional-id-prefix": f"{config.transactional_id_prefix}-dlq",
-        "properties.transaction.timeout.ms": str(config.transaction_timeout_ms),
-    }
-    return f"""
-CREATE TEMPORARY TABLE dlq_sink (
-  payload BYTES,
-  headers MAP<STRING, BYTES> METADATA
-) WITH (
-  {_kafka_with(config, config.source_topic + '.dlq', **extra)}
-)"""
+    return json.dumps({
+        "bootstrap": config.bootstrap_servers,
+        "properties": dict(config.kafka_properties),  # SASL and TLS on a secure stack
+        "features": {
+            "topic": config.topic(config.sink_topic),
+            "delivery": config.tile_delivery,
+            "transactional_id_prefix": f"{config.transactional_id_prefix}-features",
+            # Value rows are small (~400 bytes): larger batches cut the producer's network thread, which
+            # cost ~45 us per event with the defaults (16 kB batches). No compression: each new lz4 batch
+            # allocated its block buffers (~2% of the job's CPU samples).
+            "properties": {"transaction.timeout.ms": str(config.transaction_timeout_ms), "linger.ms": "20",
+                           "batch.size": "262144", "compression.type": "none"},
+        },
+        "dlq": {
+            "topic": config.topic(config.source_topic + ".dlq"),
+            "delivery": config.delivery,
+            "transactional_id_prefix": f"{config.transactional_id_prefix}-dlq",
+            "properties": {"transaction.timeout.ms": str(config.transaction_timeout_ms)},
+        },
+    })
 
 
 _TILE_COLUMNS = ("hotel_id", "room_type", "stay_date", "event_time_ms", "src_offset", "publish_ms",
@@ -162,40 +118,6 @@ def tile_spec(config: FeatureJobConfig) -> str:
             } for spec in specs],
         } for keys, specs in groups.items()],
     })
-
-
-TILE_VALUES_VIEW = "tile_values"
-"""The tile operator's rows, registered by :func:`pipelines.feature_job.register_tiles`."""
-
-
-def tile_values_insert() -> str:
-    return f"INSERT INTO features_sink SELECT * FROM {TILE_VALUES_VIEW}"
-
-
-DEAD_LETTERS_VIEW = "dead_letters"
-"""The source's refused and late records with their headers (:func:`pipelines.feature_job.register_source`)."""
-
-
-def all_statements(config: FeatureJobConfig) -> tuple[list[str], list[str]]:
-    """(sink DDL, INSERTs) of the whole job. The INSERTs read the views that
-    :func:`pipelines.feature_job.register_source` registers: the dead letters (:data:`DEAD_LETTERS_VIEW`)
-    and the value rows of the tile operator and the inventory (:data:`TILE_VALUES_VIEW`)."""
-    online = [online_sink_ddl(config)] if config.online is not None else []
-    ddl = [features_sink_ddl(config), dlq_sink_ddl(config), *online]
-    inserts = [f"INSERT INTO dlq_sink SELECT payload, headers FROM {DEAD_LETTERS_VIEW}", tile_values_insert()]
-    if config.online is not None:
-        inserts.append(f"INSERT INTO online_sink SELECT * FROM {TILE_VALUES_VIEW}")
-    return ddl, inserts
-
-
-def online_sink_ddl(config: FeatureJobConfig) -> str:
-    """The job's own online-store sink (``RedisFeatureSinkFactory.java``): the value rows into Redis, no hop."""
-    return f"""
-CREATE TEMPORARY TABLE online_sink (
-{_VALUE_ROW_COLUMNS}) WITH (
-  'connector' = 'pricestream-redis',
-  'spec' = '{_quoted(redis_sink_spec(config))}'
-)"""
 
 
 def redis_sink_spec(config: FeatureJobConfig) -> str:

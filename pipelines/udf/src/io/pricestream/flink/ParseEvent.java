@@ -12,9 +12,11 @@ import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.regex.Pattern;
 
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonProcessingException;
@@ -47,6 +49,10 @@ public class ParseEvent extends TableFunction<Row> {
 
     private transient JsonMapper mapper;
     private transient Map<String, List<FieldRule>> types;
+    /** Each event type's field names: a field outside them is refused. */
+    private transient Map<String, Set<String>> fieldNames;
+    /** Valid date texts seen lately and their dates (stay dates repeat): the regex and the parse run once per text. */
+    private transient Map<String, LocalDate> dates;
     private transient List<JsonNode> flagRules;
     private transient int maxBytes;
     private transient int dlqBytes;
@@ -122,13 +128,19 @@ public class ParseEvent extends TableFunction<Row> {
             ranges.put(hotel.getKey(), range(hotel.getValue().get("price_range")));
         }
         types = new HashMap<>();
+        fieldNames = new HashMap<>();
+        dates = new HashMap<>();
         for (Iterator<Map.Entry<String, JsonNode>> it = spec.get("types").fields(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> type = it.next();
             List<FieldRule> rules = new ArrayList<>();
+            Set<String> names = new HashSet<>();
             for (JsonNode node : type.getValue()) {
-                rules.add(compile(node));
+                FieldRule rule = compile(node);
+                rules.add(rule);
+                names.add(rule.name);
             }
             types.put(type.getKey(), rules);
+            fieldNames.put(type.getKey(), names);
         }
         flagRules = new ArrayList<>();
         spec.get("flags").forEach(flagRules::add);
@@ -197,31 +209,49 @@ public class ParseEvent extends TableFunction<Row> {
             throw new Invalid("<record>", "record: " + payload.length + " bytes, expected a record of at most "
                 + maxBytes + " bytes", "MalformedRecord");
         }
-        String text;
+        // Plain ASCII with no escapes (nearly every event) is valid UTF-8 and cannot hold a lone
+        // surrogate: Jackson reads the bytes as they are. Anything else is decoded strictly first.
+        boolean plain = true;
+        for (byte b : payload) {
+            if (b < 0 || b == '\\') {
+                plain = false;
+                break;
+            }
+        }
+        JsonNode node;
         try {
-            text = StandardCharsets.UTF_8.newDecoder()
+            if (plain) {
+                node = mapper.readTree(payload);
+            } else {
+                node = mapper.readTree(strictUtf8(payload));
+            }
+        } catch (JsonProcessingException e) {
+            String why = e.getOriginalMessage();
+            throw new Invalid("<record>", "record: not JSON (" + clip(why, 120) + "), expected one JSON object",
+                "MalformedRecord");
+        } catch (java.io.IOException e) {
+            throw new Invalid("<record>", "record: not readable (" + clip(e.getMessage(), 120)
+                + "), expected one JSON object", "MalformedRecord");
+        }
+        if (node == null || !node.isObject()) {
+            throw new Invalid("<record>", "record: not a JSON object, expected one JSON object", "MalformedRecord");
+        }
+        if (!plain && hasLoneSurrogate(node)) {
+            throw new Invalid("<record>", "record: a string holds a lone surrogate, expected valid Unicode text",
+                "MalformedRecord");
+        }
+        return node;
+    }
+
+    private static String strictUtf8(byte[] payload) throws Invalid {
+        try {
+            return StandardCharsets.UTF_8.newDecoder()
                 .onMalformedInput(CodingErrorAction.REPORT)
                 .onUnmappableCharacter(CodingErrorAction.REPORT)
                 .decode(ByteBuffer.wrap(payload)).toString();
         } catch (CharacterCodingException e) {
             throw new Invalid("<record>", "record: not valid UTF-8, expected one JSON object in UTF-8", "MalformedRecord");
         }
-        JsonNode node;
-        try {
-            node = mapper.readTree(text);
-        } catch (JsonProcessingException e) {
-            String why = e.getOriginalMessage();
-            throw new Invalid("<record>", "record: not JSON (" + clip(why, 120) + "), expected one JSON object",
-                "MalformedRecord");
-        }
-        if (node == null || !node.isObject()) {
-            throw new Invalid("<record>", "record: not a JSON object, expected one JSON object", "MalformedRecord");
-        }
-        if (hasLoneSurrogate(node)) {
-            throw new Invalid("<record>", "record: a string holds a lone surrogate, expected valid Unicode text",
-                "MalformedRecord");
-        }
-        return node;
     }
 
     private static boolean hasLoneSurrogate(JsonNode node) {
@@ -266,20 +296,19 @@ public class ParseEvent extends TableFunction<Row> {
         if (rules == null) {
             throw invalid("event_type", kindNode, "one of " + types.keySet());
         }
-        Map<String, FieldRule> known = new HashMap<>();
         for (FieldRule rule : rules) {
-            known.put(rule.name, rule);
             checkField(rule, event.get(rule.name));
         }
+        Set<String> known = fieldNames.get(kind);
         for (Iterator<String> it = event.fieldNames(); it.hasNext(); ) {
             String name = it.next();
-            if (!known.containsKey(name)) {
+            if (!known.contains(name)) {
                 throw invalid(name, event.get(name), "no such field (the contract has no field of this name)");
             }
         }
         String hotel = event.get("hotel_id").asText();
         long eventMs = eventMillis(event.get("event_time"));
-        LocalDate stay = LocalDate.parse(event.get("stay_date").asText());
+        LocalDate stay = date(event.get("stay_date").asText());
         LocalDate local = java.time.Instant.ofEpochMilli(eventMs).atZone(zones.getOrDefault(hotel, defaultZone))
             .toLocalDate();
         if (stay.isBefore(local)) {
@@ -346,7 +375,7 @@ public class ParseEvent extends TableFunction<Row> {
                 }
                 break;
             case "date":
-                if (!value.isTextual() || !dateText.matcher(value.asText()).matches() || !isDate(value.asText())) {
+                if (!value.isTextual() || date(value.asText()) == null) {
                     throw invalid(rule.name, value, "a calendar date YYYY-MM-DD");
                 }
                 break;
@@ -429,13 +458,29 @@ public class ParseEvent extends TableFunction<Row> {
         return ms;
     }
 
-    private static boolean isDate(String text) {
-        try {
-            LocalDate date = LocalDate.parse(text);
-            return date.getYear() >= 1;  // Python's date starts at year 1
-        } catch (DateTimeParseException e) {
-            return false;
+    /** The calendar date of {@code text} (YYYY-MM-DD, year 1 or later, as Python's date), or null. */
+    private LocalDate date(String text) {
+        LocalDate known = dates.get(text);
+        if (known != null) {
+            return known;
         }
+        if (!dateText.matcher(text).matches()) {
+            return null;
+        }
+        LocalDate date;
+        try {
+            date = LocalDate.parse(text);
+        } catch (DateTimeParseException e) {
+            return null;
+        }
+        if (date.getYear() < 1) {
+            return null;
+        }
+        if (dates.size() >= 65_536) {
+            dates.clear();  // a bound on memory: the dates in use come back at once
+        }
+        dates.put(text, date);
+        return date;
     }
 
     private String flags(String kind, String hotel, JsonNode event) {

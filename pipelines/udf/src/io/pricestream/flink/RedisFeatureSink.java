@@ -24,9 +24,7 @@ import org.apache.flink.api.connector.sink2.WriterInitContext;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.json.JsonMapper;
-import org.apache.flink.table.data.ArrayData;
-import org.apache.flink.table.data.MapData;
-import org.apache.flink.table.data.RowData;
+import org.apache.flink.types.Row;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -60,7 +58,7 @@ import redis.clients.jedis.util.JedisClusterCRC16;
  * compare makes the rows already applied no-ops). The sink does not {@code WAIT} for replicas: a
  * failover can lose the rows its master acknowledged in the last replication lag.
  */
-public final class RedisFeatureSink implements Sink<RowData> {
+public final class RedisFeatureSink implements Sink<Row> {
 
     private static final long serialVersionUID = 1L;
     private final String specJson;
@@ -71,7 +69,7 @@ public final class RedisFeatureSink implements Sink<RowData> {
     }
 
     @Override
-    public SinkWriter<RowData> createWriter(WriterInitContext context) throws IOException {
+    public SinkWriter<Row> createWriter(WriterInitContext context) throws IOException {
         return new Writer(Spec.parse(specJson), context);
     }
 
@@ -135,6 +133,7 @@ public final class RedisFeatureSink implements Sink<RowData> {
                 layout.versionField = b64.decode(v.get("version_field").asText());
                 layout.tsField = b64.decode(v.get("ts_field").asText());
                 for (JsonNode f : v.get("fields")) {
+                    layout.index.put(f.get(0).asText(), layout.names.size());
                     layout.names.add(f.get(0).asText());
                     layout.fields.add(b64.decode(f.get(1).asText()));
                 }
@@ -156,6 +155,8 @@ public final class RedisFeatureSink implements Sink<RowData> {
         byte[] versionField;
         byte[] tsField;
         final List<String> names = new ArrayList<>();
+        /** Position of each feature in {@link #names}. */
+        final Map<String, Integer> index = new HashMap<>();
         final List<byte[]> fields = new ArrayList<>();
     }
 
@@ -178,7 +179,7 @@ public final class RedisFeatureSink implements Sink<RowData> {
         }
     }
 
-    static final class Writer implements SinkWriter<RowData> {
+    static final class Writer implements SinkWriter<Row> {
         private static final Logger LOG = LoggerFactory.getLogger(RedisFeatureSink.class);
         private static final byte[] EMPTY = new byte[0];
 
@@ -257,18 +258,20 @@ public final class RedisFeatureSink implements Sink<RowData> {
         }
 
         @Override
-        public void write(RowData row, Context context) throws IOException {
+        public void write(Row row, Context context) throws IOException {
             // the columns of TileJob.OUTPUT_NAMES: hotel_id, room_type, stay_date, view, feature_time,
             // version, publish_time, features
-            String view = row.getString(3).toString();
+            String view = (String) row.getField(3);
             ViewLayout layout = spec.views.get(view);
             if (layout == null) {
                 throw new IOException("redis sink: view '" + view + "' has no layout in the sink spec");
             }
-            String hotel = row.getString(0).toString();
-            String room = layout.keyCount == 1 || row.isNullAt(1) ? "" : row.getString(1).toString();
-            String stay = layout.keyCount == 1 || row.isNullAt(2) ? "" : row.getString(2).toString();
-            long version = row.getLong(5);
+            String hotel = (String) row.getField(0);
+            Object roomField = row.getField(1);
+            Object stayField = row.getField(2);
+            String room = layout.keyCount == 1 || roomField == null ? "" : (String) roomField;
+            String stay = layout.keyCount == 1 || stayField == null ? "" : (String) stayField;
+            long version = ((Number) row.getField(5)).longValue();
             String id = layout.keyCount == 1 ? view + '\0' + hotel : view + '\0' + hotel + '\0' + room + '\0' + stay;
             Pending held = pending.get(id);
             if (held != null && held.version >= version) {
@@ -277,22 +280,22 @@ public final class RedisFeatureSink implements Sink<RowData> {
             byte[] key = held != null ? held.key : entityKey(layout, hotel, room, stay);
             byte[][] values = new byte[layout.names.size()][];
             java.util.Arrays.fill(values, EMPTY);
-            if (!row.isNullAt(7)) {
-                MapData features = row.getMap(7);
-                ArrayData names = features.keyArray();
-                ArrayData xs = features.valueArray();
-                for (int j = 0; j < features.size(); j++) {
-                    int i = layout.names.indexOf(names.getString(j).toString());
-                    if (i >= 0 && !xs.isNullAt(j)) {
-                        double x = xs.getDouble(j);
+            Object features = row.getField(7);
+            if (features != null) {
+                for (Map.Entry<?, ?> e : ((Map<?, ?>) features).entrySet()) {
+                    Integer i = layout.index.get((String) e.getKey());
+                    Object value = e.getValue();
+                    if (i != null && value != null) {
+                        double x = ((Number) value).doubleValue();
                         if (!Double.isNaN(x) && !Double.isInfinite(x)) {
                             values[i] = encodeDouble(x);
                         }
                     }
                 }
             }
-            pending.put(id, new Pending(key, layout, version, row.getLong(4), row.isNullAt(6) ? -1L : row.getLong(6),
-                                        values));
+            Object published = row.getField(6);
+            pending.put(id, new Pending(key, layout, version, ((Number) row.getField(4)).longValue(),
+                                        published == null ? -1L : ((Number) published).longValue(), values));
             if (pending.size() >= spec.batchRows) {
                 send();
             }

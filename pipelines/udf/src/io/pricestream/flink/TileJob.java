@@ -10,8 +10,8 @@ import org.apache.flink.types.Row;
 
 /**
  * The tiled views on the JVM: the valid events, keyed per entity group, into {@link TileAggregator}s;
- * their window-value rows unioned into one stream. PyFlink calls {@link #apply} between the job's SQL
- * parts (the parse and the DLQ before, the {@code features.v1} sink after).
+ * their window-value rows unioned into one stream. {@code pipelines.feature_job} calls {@link #apply}
+ * between the job's parts ({@link SourceJob} before, {@link SinkJob} after).
  */
 public final class TileJob {
 
@@ -57,7 +57,8 @@ public final class TileJob {
                 return out;
             })
             .returns(outputType())
-            .name("state rows");
+            .name("state rows")
+            .uid("pricestream-state-rows");
         return values.union(typed);
     }
 
