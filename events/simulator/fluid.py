@@ -172,7 +172,7 @@ def _nights_pmf(nights_mean: float) -> Array:
     n = np.arange(1, MAX_NIGHTS + 1)
     pmf = (1.0 - q) * q ** (n - 1)
     pmf[-1] += q**MAX_NIGHTS
-    keep = int(np.searchsorted(-np.cumsum(pmf), -(1.0 - TAIL))) + 1
+    keep = int(np.searchsorted(np.cumsum(pmf), 1.0 - TAIL)) + 1
     return pmf[: min(keep, MAX_NIGHTS)]
 
 
