@@ -79,6 +79,26 @@ def test_a_stay_uses_every_night_it_covers() -> None:
         solve(np.array([1.0]), two)
 
 
+def test_the_bound_sees_the_shoppers_the_simulator_draws() -> None:
+    """Stay lengths keep their whole mix, and a night's expected shoppers match the simulator's hourly rates."""
+    from events.simulator.fluid import TAIL, _nights_pmf
+
+    for mean in (1.5, 2.6, 4.5):
+        pmf = _nights_pmf(mean)
+        assert pmf.sum() >= 1.0 - 2 * TAIL and pmf @ np.arange(1, len(pmf) + 1) == pytest.approx(mean, rel=0.01)
+    market = Market(preset("resort", hotels=1, seed=0))
+    start = datetime(2026, 5, 1, tzinfo=UTC)
+    classes = market_classes(market, 0, 0, start=start, days=8)
+    per_night = np.bincount(classes.first, weights=classes.lam, minlength=8) / market.config.view_prob
+    for i in (3, 7):  # whole days before check-in: the intra-day cycle averages out
+        o = start.date().toordinal() + i
+        hours = np.arange(start.timestamp() + 1800.0, market.checkin_ts(o), 3600.0)
+        rates = [float(np.sum(np.asarray(market.night_factors(0, 0, o))
+                              * market.lead_pdf(np.asarray((market.checkin_ts(o) - t) / 86_400.0))
+                              * market.diurnal(t))) for t in hours]
+        assert per_night[i] == pytest.approx(sum(rates), rel=0.05)
+
+
 def test_fluid_bound_is_above_every_simulated_policy_on_a_small_multi_night_market() -> None:
     market = Market(preset("city", hotels=1, seed=2, horizon_days=40))
     start, days, warmup, seeds = datetime(2026, 5, 4, tzinfo=UTC), 10, 3, 4
