@@ -57,7 +57,8 @@ from events.simulator.compare import WARMUP_DAYS
 from events.simulator.presets import preset
 from events.simulator.shoppers import Offer, Policy
 from pricing.bid_price import BidPriceConfig
-from pricing.cold_start import ColdStartConfig, ColdStartScorer, Stage, refit_bundles
+from pricing.cold_start import ColdStartConfig, ColdStartScorer, PartialWindows, Stage, refit_bundles
+from pricing.feature_source import FeatureSource
 from pricing.models import DemandModelConfig
 from pricing.scorer import Scorer
 from pricing.training import train_bundle
@@ -147,6 +148,8 @@ class Setup:
     config: ColdStartConfig
     work: Path
     onboard: frozenset[str]
+    partial_windows: bool
+    """Read the new hotel's window counts at full length while its history is shorter (``PartialWindows``)."""
     """Event types of the new hotel that the stream has from before it joins (``ONBOARD``)."""
 
 
@@ -173,7 +176,7 @@ def setup(name: str, args: argparse.Namespace, work: Path, say: Callable[[str], 
     say(f"{name}: pooled models on {len(pooled)} rows of {len(mature)} mature hotels, DP solved "
         f"({time.perf_counter() - t0:.0f}s); new hotel {new}")
     return Setup(market, new, mature, (light.path, heavy.path), pooled, capacity, dp, start, config, work,
-                 ONBOARD[args.onboard])
+                 ONBOARD[args.onboard], args.partial_windows == "scale")
 
 
 def request_of(offer: Offer) -> PricingRequest:
@@ -185,13 +188,16 @@ def staged_policy(s: Setup, which: str, seed: int, tally: Tally) -> tuple[Policy
     """The scorers of ``staged`` / ``rules_only`` / ``transfer_only`` and the event feed of their features."""
     feats = StreamFeatures()
     source = AtRequestTime(feats)
-    pooled = scorer(s.market, source=source, bundles=s.bundles, capacity=s.capacity)
-    rules = scorer(s.market, source=source, bundles=None, capacity=s.capacity)
+    read: FeatureSource = source
+    if s.partial_windows:
+        read = PartialWindows(source, first_seen=lambda h: cold.first_seen(h), clock=lambda: source.now)
+    pooled = scorer(s.market, source=read, bundles=s.bundles, capacity=s.capacity)  # type: ignore[arg-type]
+    rules = scorer(s.market, source=read, bundles=None, capacity=s.capacity)  # type: ignore[arg-type]
 
     def refit(hotel: str, own: pd.DataFrame) -> Scorer:
         paths = refit_bundles(s.bundles, own, s.work / f"own-{hotel}-{seed}", config=s.config,
                               pooled_frame=s.pooled_frame, seed=seed)
-        return scorer(s.market, source=source, bundles=(paths[0], paths[1]), capacity=s.capacity)
+        return scorer(s.market, source=read, bundles=(paths[0], paths[1]), capacity=s.capacity)  # type: ignore[arg-type]
 
     config = s.config
     if which == "rules_only":
@@ -358,6 +364,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--own-weight", type=float, default=4.0)
     parser.add_argument("--onboard", choices=sorted(ONBOARD), default="inventory",
                         help="what the stream has of the new hotel from before it joins (see ONBOARD)")
+    parser.add_argument("--partial-windows", choices=("scale", "raw"), default="scale",
+                        help="the new hotel's window counts while its history is shorter: scaled to full length "
+                             "(pricing.cold_start.PartialWindows) or as counted")
     parser.add_argument("--png", type=Path, default=Path("reports/cold_start.png"))
     args = parser.parse_args(argv)
 

@@ -11,7 +11,8 @@ can read (:func:`stage_of`, thresholds in :class:`ColdStartConfig`):
    base rate (its price level: every model prices relative to it,
    ``price_to_base_rate``), the competitor median and its stream features, and
    through the pooled price response (:mod:`pricing.price_response`), one
-   curve in ``price / base_rate`` for every hotel;
+   curve in ``price / base_rate`` for every hotel; while its history is shorter
+   than a window, :class:`PartialWindows` reads its window counts at full length;
 3. ``own`` once it has ``own_after_labels`` labels with at least
    ``own_after_bookings`` bookings: the pooled models get ``refit_trees`` more
    trees per member by continued training (``init_model``) on its own labels,
@@ -38,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -48,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from events.models import PricingDecision, PricingRequest
 from pricing.errors import TrainingError
+from pricing.feature_source import FeatureRead, FeatureSource
 from pricing.models import DemandModelConfig
 from pricing.scorer import Scorer
 from pricing.training import read_meta, train_bundle
@@ -101,6 +103,63 @@ def stage_of(history: HotelHistory, at: datetime, config: ColdStartConfig) -> tu
     return "transfer", (f"transfer: {days:.1f} days of history >= {cfg.transfer_after_days:.1f}; "
                         f"{history.labels} labels < {cfg.own_after_labels} or "
                         f"{history.bookings} bookings < {cfg.own_after_bookings}")
+
+
+WINDOW_DAYS: dict[str, float] = {"_1h": 1.0 / 24.0, "_24h": 1.0, "_7d": 7.0, "_14d": 14.0}
+"""Length of each window suffix, in days."""
+SCALED_COUNTS = frozenset({
+    "searches_1h", "views_1h", "bookings_1h", "searches_24h", "views_24h", "bookings_24h", "cancellations_24h",
+    "searches_7d", "views_7d", "bookings_7d", "cancellations_7d", "bookings_14d",
+    "hotel_searches_24h", "hotel_bookings_24h", "hotel_views_24h",
+})
+"""Window counts that :class:`PartialWindows` scales to their window's length (ratios and levels are left)."""
+UNKNOWN_BEFORE_14D = frozenset({"bookings_prev_7d", "booking_pace_7d"})
+"""The week before last, and the pace against it: not seen until 14 days of history (missing, not zero)."""
+
+
+class PartialWindows:
+    """A feature source that reads a new hotel's window counts as if its window were full.
+
+    A hotel that joined 2 days ago has 2 days of searches in its ``searches_7d``: to a
+    model trained on mature hotels, whose windows are full, it looks like a hotel with
+    2/7 of the demand, and the bid price forecasts that few shoppers. While a hotel's
+    history (``first_seen(hotel)`` to ``clock()``) is shorter than a window, its counts
+    are divided by the share of the window it covers; the week before last is missing
+    until it has 14 days. Hotels with no ``first_seen`` (mature ones) are read as they are.
+
+    Example:
+        >>> from datetime import UTC, date, datetime, timedelta
+        >>> from pricing.feature_source import MemoryFeatureSource
+        >>> src = MemoryFeatureSource()
+        >>> src.put("h-new", "std", date(2026, 5, 20), {"views_7d": 10.0, "bookings_prev_7d": 0.0, "occupancy": 0.5})
+        >>> t0 = datetime(2026, 5, 1, tzinfo=UTC)
+        >>> read = PartialWindows(src, first_seen={"h-new": t0}.get, clock=lambda: t0 + timedelta(days=2))
+        >>> dict(read.read("h-new", "std", date(2026, 5, 20)).values)
+        {'views_7d': 35.0, 'bookings_prev_7d': None, 'occupancy': 0.5}
+    """
+
+    def __init__(self, source: FeatureSource, *, first_seen: Callable[[str], datetime | None],
+                 clock: Callable[[], datetime | None]) -> None:
+        self.source, self.first_seen, self.clock = source, first_seen, clock
+
+    def read(self, hotel_id: str, room_type: str, stay_date: date) -> FeatureRead:
+        read = self.source.read(hotel_id, room_type, stay_date)
+        seen, now = self.first_seen(hotel_id), self.clock()
+        if seen is None or now is None:
+            return read
+        days = max((now - seen).total_seconds() / 86_400.0, 1.0 / 24.0)
+        if days >= 14.0:
+            return read
+        return read._replace(values={k: _scaled(k, v, days) for k, v in read.values.items()})
+
+
+def _scaled(name: str, value: float | None, days: float) -> float | None:
+    if name in UNKNOWN_BEFORE_14D:
+        return None
+    if value is None or name not in SCALED_COUNTS:
+        return value
+    window = next(w for suffix, w in WINDOW_DAYS.items() if name.endswith(suffix))
+    return value * window / days if days < window else value
 
 
 def label_row(request: PricingRequest, decision: PricingDecision, booked: bool) -> dict[str, Any]:
@@ -190,6 +249,11 @@ class ColdStartScorer:
         self.config, self.rules, self.pooled, self.refit = config, rules, pooled, refit
         self.mature = frozenset(mature)
         self.hotels: dict[str, _Hotel] = {}
+
+    def first_seen(self, hotel_id: str) -> datetime | None:
+        """When a new hotel first asked for a price (``None`` for a mature or unseen hotel)."""
+        h = self.hotels.get(hotel_id)
+        return None if h is None or hotel_id in self.mature else h.first_seen
 
     def history(self, hotel_id: str) -> HotelHistory:
         h = self.hotels.get(hotel_id, _Hotel())

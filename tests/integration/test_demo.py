@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from infra.config import StackConfig
-from pricestream.demo import run_demo
+from pricestream.demo import DemoReport, run_demo
 from pricestream.deployment import free_ports, settings_env
 from pricestream.settings import Settings
 from pricing.audit import verify
@@ -47,6 +47,33 @@ def test_two_day_closed_loop_reports_revenue_labels_and_examples(stack: StackCon
     assert sum("guarded training" in step for step in steps) == 2
     _dashboard_has_every_panel(report.dashboard_path)
     _monitor_report_finds_the_run(settings, report.decisions, tmp_path)
+    _comparison_replays_the_runs_shoppers(report, hotels=3, seed=11)
+
+
+def _comparison_replays_the_runs_shoppers(report: DemoReport, *, hotels: int, seed: int) -> None:
+    """``pricestream demo``'s comparison (rules only, the DP oracle) rebuilds the run's market from hotels and seed.
+
+    It must price the very shoppers of the run: the static price on the rebuilt market's day 0 books exactly
+    the run's static revenue, and the table's static and myopic rows are the run's own figures.
+    """
+    from datetime import UTC, datetime
+
+    from events.simulator import Market, MarketConfig, static_policy
+    from events.simulator.evaluate import simulate_days
+    from pricestream.cli import _demo_revenue
+
+    frame = report.frame()
+    day0 = frame.day[0]
+    again = simulate_days(Market(MarketConfig(hotels=hotels, seed=seed)), static_policy(Market(MarketConfig(
+        hotels=hotels, seed=seed))), days=1, start=datetime(day0.year, day0.month, day0.day, tzinfo=UTC), seed=seed)
+    assert abs(again.days[0].revenue - frame.static[0]) < 1e-6
+    lines = report.summary_lines(revenue=_demo_revenue(report, hotels=hotels, seed=seed))
+    rows = {name: line.split()[len(name.split()):] for line in lines for name in
+            ("pricestream", "static", "rules only", "myopic oracle", "DP oracle") if line.startswith(f"  {name} ")}
+    assert len(rows) == 5, lines
+    assert float(rows["static"][0].replace(",", "")) == round(frame.static.sum())
+    assert float(rows["myopic oracle"][0].replace(",", "")) == round(frame.oracle.sum())
+    assert rows["DP oracle"][1] == "1.000" and float(rows["rules only"][0].replace(",", "")) > 0
 
 
 def _monitor_report_finds_the_run(settings: Settings, decisions: int, tmp_path: Path) -> None:
