@@ -182,3 +182,28 @@ def test_the_cli_shows_the_stage_and_refits_a_hotel_on_its_own_labels(tmp_path: 
     short = runner.invoke(app, [*args[:2], "--hotel", "h-none", *args[4:]], env=env)
     assert short.exit_code == 1
     assert "--hotel h-none: 0 labels" in short.output and "expected at least 250" in short.output
+
+
+def test_partial_windows_read_a_new_hotels_counts_at_full_length_until_its_history_covers_them() -> None:
+    from datetime import date
+
+    from pricing.cold_start import PartialWindows
+
+    src = MemoryFeatureSource()
+    night = date(2026, 5, 20)
+    values = {"searches_7d": 14.0, "views_24h": 6.0, "bookings_14d": 2.0, "bookings_prev_7d": 0.0,
+              "booking_pace_7d": 0.0, "look_to_book_7d": 0.2, "occupancy": 0.7}
+    for hotel in ("h-new", "h-old"):
+        src.put(hotel, "std", night, values)
+    now = [NOW + timedelta(hours=12)]
+    read = PartialWindows(src, first_seen={"h-new": NOW}.get, clock=lambda: now[0])
+    half_day = read.read("h-new", "std", night).values
+    assert half_day["searches_7d"] == 14.0 * 7 / 0.5 and half_day["views_24h"] == 12.0
+    assert half_day["bookings_prev_7d"] is None and half_day["booking_pace_7d"] is None  # unknown, not zero
+    assert half_day["look_to_book_7d"] == 0.2 and half_day["occupancy"] == 0.7  # ratios and levels as they are
+    assert read.read("h-old", "std", night).values == values  # a mature hotel is read as it is
+    now[0] = NOW + timedelta(days=7)
+    week = read.read("h-new", "std", night).values
+    assert week["searches_7d"] == 14.0 and week["views_24h"] == 6.0 and week["bookings_14d"] == 4.0
+    now[0] = NOW + timedelta(days=14)
+    assert read.read("h-new", "std", night).values == values
