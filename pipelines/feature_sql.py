@@ -31,6 +31,7 @@ def sink_spec(config: FeatureJobConfig) -> str:
     """
     return json.dumps({
         "bootstrap": config.bootstrap_servers,
+        "views": {name: list(names) for name, (_, names) in VIEWS.items()},  # a row's features, in this order
         "properties": dict(config.kafka_properties),  # SASL and TLS on a secure stack
         "features": {
             "topic": config.topic(config.sink_topic),

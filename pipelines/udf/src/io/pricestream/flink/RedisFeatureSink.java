@@ -133,7 +133,6 @@ public final class RedisFeatureSink implements Sink<Row> {
                 layout.versionField = b64.decode(v.get("version_field").asText());
                 layout.tsField = b64.decode(v.get("ts_field").asText());
                 for (JsonNode f : v.get("fields")) {
-                    layout.index.put(f.get(0).asText(), layout.names.size());
                     layout.names.add(f.get(0).asText());
                     layout.fields.add(b64.decode(f.get(1).asText()));
                 }
@@ -155,8 +154,6 @@ public final class RedisFeatureSink implements Sink<Row> {
         byte[] versionField;
         byte[] tsField;
         final List<String> names = new ArrayList<>();
-        /** Position of each feature in {@link #names}. */
-        final Map<String, Integer> index = new HashMap<>();
         final List<byte[]> fields = new ArrayList<>();
     }
 
@@ -280,17 +277,10 @@ public final class RedisFeatureSink implements Sink<Row> {
             byte[] key = held != null ? held.key : entityKey(layout, hotel, room, stay);
             byte[][] values = new byte[layout.names.size()][];
             java.util.Arrays.fill(values, EMPTY);
-            Object features = row.getField(7);
-            if (features != null) {
-                for (Map.Entry<?, ?> e : ((Map<?, ?>) features).entrySet()) {
-                    Integer i = layout.index.get((String) e.getKey());
-                    Object value = e.getValue();
-                    if (i != null && value != null) {
-                        double x = ((Number) value).doubleValue();
-                        if (!Double.isNaN(x) && !Double.isInfinite(x)) {
-                            values[i] = encodeDouble(x);
-                        }
-                    }
+            double[] xs = (double[]) row.getField(7);  // the view's features in catalogue order, NaN for none
+            for (int i = 0; i < xs.length && i < values.length; i++) {
+                if (!Double.isNaN(xs[i]) && !Double.isInfinite(xs[i])) {
+                    values[i] = encodeDouble(xs[i]);
                 }
             }
             Object published = row.getField(6);

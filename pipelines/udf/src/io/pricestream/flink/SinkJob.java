@@ -2,6 +2,7 @@ package io.pricestream.flink;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Locale;
 import java.util.Map;
@@ -30,8 +31,8 @@ import org.apache.flink.types.Row;
  *
  * <p>The wire form is the one the SQL JSON format wrote, which {@code features/rows.py} parses: a
  * key {@code {"hotel_id","room_type","stay_date","view"}} (null for the keys a hotel view lacks) and
- * a value with the columns of {@link TileJob#OUTPUT_NAMES}; a feature without a value (or not a
- * finite number) is {@code null}.
+ * a value with the columns of {@link TileJob#OUTPUT_NAMES}, {@code features} as an object of the
+ * view's feature names (from the spec); a feature without a value (NaN in the row) is {@code null}.
  */
 public final class SinkJob {
 
@@ -52,7 +53,16 @@ public final class SinkJob {
         }
         String bootstrap = spec.get("bootstrap").asText();
         JsonNode features = spec.get("features");
-        values.sinkTo(kafka(bootstrap, producer, features, new ValueRows(features.get("topic").asText())))
+        Map<String, String[]> names = new HashMap<>();
+        for (Iterator<Map.Entry<String, JsonNode>> it = spec.get("views").fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> view = it.next();
+            String[] inOrder = new String[view.getValue().size()];
+            for (int i = 0; i < inOrder.length; i++) {
+                inOrder[i] = view.getValue().get(i).asText();
+            }
+            names.put(view.getKey(), inOrder);
+        }
+        values.sinkTo(kafka(bootstrap, producer, features, new ValueRows(features.get("topic").asText(), names)))
             .name("features.v1: value rows").uid("pricestream-sink-features");
         JsonNode dlq = spec.get("dlq");
         deadLetters.sinkTo(kafka(bootstrap, producer, dlq, new DeadLetters(dlq.get("topic").asText())))
@@ -93,10 +103,37 @@ public final class SinkJob {
     static final class ValueRows implements KafkaRecordSerializationSchema<Row> {
         private static final long serialVersionUID = 1L;
         private final String topic;
+        /** Each view's feature names, in the order of a row's {@code features}. */
+        private final Map<String, String[]> names;
+        private transient Map<String, String[]> quoted;
         private transient StringBuilder text;
 
-        ValueRows(String topic) {
+        ValueRows(String topic, Map<String, String[]> names) {
             this.topic = topic;
+            this.names = names;
+        }
+
+        /** The JSON member names ({@code "name":}) of a view's features, escaped once. */
+        private String[] members(String view) {
+            if (quoted == null) {
+                quoted = new HashMap<>();
+            }
+            String[] held = quoted.get(view);
+            if (held == null) {
+                String[] features = names.get(view);
+                if (features == null) {
+                    throw new IllegalArgumentException("features.v1 sink: view '" + view
+                        + "' has no feature names in the sink spec, expected one of " + names.keySet());
+                }
+                held = new String[features.length];
+                for (int i = 0; i < features.length; i++) {
+                    StringBuilder member = new StringBuilder();
+                    string(member, features[i]);
+                    held[i] = member.append(':').toString();
+                }
+                quoted.put(view, held);
+            }
+            return held;
         }
 
         @Override
@@ -126,29 +163,22 @@ public final class SinkJob {
             out.append(",\"publish_time\":");
             number(out, row.getField(6));
             out.append(",\"features\":");
-            Object features = row.getField(7);
-            if (features == null) {
-                out.append("null");
-            } else {
-                out.append('{');
-                boolean first = true;
-                for (Map.Entry<?, ?> e : ((Map<?, ?>) features).entrySet()) {
-                    if (!first) {
-                        out.append(',');
-                    }
-                    first = false;
-                    string(out, e.getKey());
-                    out.append(':');
-                    Object x = e.getValue();
-                    double v = x == null ? Double.NaN : ((Number) x).doubleValue();
-                    if (Double.isNaN(v) || Double.isInfinite(v)) {
-                        out.append("null");
-                    } else {
-                        out.append(v);
-                    }
+            String[] members = members((String) row.getField(3));
+            double[] xs = (double[]) row.getField(7);
+            out.append('{');
+            for (int i = 0; i < members.length; i++) {
+                if (i > 0) {
+                    out.append(',');
                 }
-                out.append('}');
+                out.append(members[i]);
+                double v = i < xs.length ? xs[i] : Double.NaN;
+                if (Double.isNaN(v) || Double.isInfinite(v)) {
+                    out.append("null");
+                } else {
+                    out.append(v);
+                }
             }
+            out.append('}');
             out.append('}');
             return new ProducerRecord<>(topic, null, null, key, out.toString().getBytes(StandardCharsets.UTF_8));
         }

@@ -346,10 +346,7 @@ public final class SourceJob {
             long offset = (Long) row.getField(OFFSET);
             double left = ((Integer) row.getField(12)).doubleValue();
             double capacity = ((Integer) row.getField(13)).doubleValue();
-            Map<String, Double> features = new HashMap<>(4);
-            features.put("rooms_left", left);
-            features.put("capacity", capacity);
-            features.put("occupancy", 1.0 - left / capacity);
+            double[] features = {left, capacity, 1.0 - left / capacity};  // the view's order: rooms_left, capacity, occupancy
             return Row.of(row.getField(5), row.getField(6), row.getField(7).toString(), "stay_inventory", eventMs,
                 eventMs * 1_000_000L + offset % 1_000_000L, row.getField(PUBLISH_MS), features);
         }

@@ -2,6 +2,7 @@ package io.pricestream.flink;
 
 import java.io.IOException;
 
+import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
@@ -15,7 +16,12 @@ import org.apache.flink.types.Row;
  */
 public final class TileJob {
 
-    /** Columns of an output row, in order (the {@code features.v1} value, one row per entity and view). */
+    /**
+     * Columns of an output row, in order (the {@code features.v1} value, one row per entity and view).
+     * {@code features} holds the view's features in catalogue order ({@code events.catalog.VIEWS}),
+     * NaN for a feature without a value: an array, not a map, so that no feature name crosses the
+     * network or is hashed per row.
+     */
     public static final String[] OUTPUT_NAMES = {
         "hotel_id", "room_type", "stay_date", "view", "feature_time", "version", "publish_time", "features"};
 
@@ -24,7 +30,7 @@ public final class TileJob {
     /** Type of an output row. */
     public static TypeInformation<Row> outputType() {
         return Types.ROW_NAMED(OUTPUT_NAMES, Types.STRING, Types.STRING, Types.STRING, Types.STRING, Types.LONG,
-            Types.LONG, Types.LONG, Types.MAP(Types.STRING, Types.DOUBLE));
+            Types.LONG, Types.LONG, PrimitiveArrayTypeInfo.DOUBLE_PRIMITIVE_ARRAY_TYPE_INFO);
     }
 
     /** The window-value rows of every tiled view of {@code specJson} from the rows of {@code valid}. */
