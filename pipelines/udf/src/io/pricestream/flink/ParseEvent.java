@@ -93,6 +93,8 @@ public class ParseEvent extends TableFunction<Row> {
         int minLength = -1;
         int maxLength = -1;
         Pattern pattern;
+        /** Strings this rule accepted lately (ids repeat: hotels, room types): checked once per text. */
+        final Set<String> accepted = new HashSet<>();
     }
 
     @Override
@@ -407,6 +409,9 @@ public class ParseEvent extends TableFunction<Row> {
             throw invalid(rule.name, value, "a valid string");
         }
         String s = value.asText();
+        if (rule.accepted.contains(s)) {
+            return;
+        }
         int length = s.codePointCount(0, s.length());  // pydantic counts code points, not UTF-16 units
         if (rule.minLength >= 0 && length < rule.minLength) {
             throw invalid(rule.name, value, "at least " + rule.minLength + " characters");
@@ -417,6 +422,10 @@ public class ParseEvent extends TableFunction<Row> {
         if (rule.pattern != null && !rule.pattern.matcher(s).matches()) {
             throw invalid(rule.name, value, "a string matching " + rule.pattern.pattern());
         }
+        if (rule.accepted.size() >= 4096) {
+            rule.accepted.clear();  // a bound on memory (free text fields would fill it)
+        }
+        rule.accepted.add(s);
     }
 
     private void checkBounds(FieldRule rule, BigDecimal v, JsonNode value) throws Invalid {

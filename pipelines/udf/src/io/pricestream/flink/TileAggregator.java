@@ -54,6 +54,13 @@ public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
         public boolean dirty;
         public boolean[] changed;
         public List<TreeMap<Long, Tile>> tiles;
+        /**
+         * Per view, the tile the last event went to and its start: most events land in the newest tile,
+         * so this spares a tree lookup. Not state (the serializer neither writes nor copies it): a copy
+         * or a restored state starts without it.
+         */
+        transient Tile[] lastTile;
+        transient long[] lastStart;
 
         public EntityState() {}
 
@@ -111,11 +118,14 @@ public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
             if (start < floorOf(view, anchor)) {
                 continue;  // the tile left this view's window for good
             }
-            Tile tile = st.tiles.get(v).get(start);
-            if (tile == null) {
-                tile = new Tile(view.partials.size(), view.rates);
-                st.tiles.get(v).put(start, tile);
+            if (st.lastTile == null) {
+                st.lastTile = new Tile[group.views.size()];
+                st.lastStart = new long[group.views.size()];
             }
+            Tile tile = st.lastTile[v] != null && st.lastStart[v] == start ? st.lastTile[v]
+                : st.tiles.get(v).computeIfAbsent(start, k -> new Tile(view.partials.size(), view.rates));  // one descent
+            st.lastTile[v] = tile;
+            st.lastStart[v] = start;
             accumulate(view, tile, row, time, offset);
             st.changed[v] = true;
         }
@@ -198,7 +208,12 @@ public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
             TileSpec.View view = group.views.get(v);
             long floor = floorOf(view, st.anchor);
             TreeMap<Long, Tile> tiles = st.tiles.get(v);
-            tiles.headMap(floor).clear();
+            while (!tiles.isEmpty() && tiles.firstKey() < floor) {  // the tiles that left the window, oldest first
+                Tile gone = tiles.pollFirstEntry().getValue();
+                if (st.lastTile != null && st.lastTile[v] == gone) {
+                    st.lastTile[v] = null;
+                }
+            }
             double[] totals = new double[view.partials.size()];
             Map<String, Double> latest = view.rates ? new HashMap<>() : null;
             for (Tile tile : tiles.values()) {  // ascending: a newer tile's rate of a competitor wins
