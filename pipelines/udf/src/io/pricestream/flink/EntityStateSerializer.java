@@ -1,10 +1,8 @@
 package io.pricestream.flink;
 
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.TreeMap;
 
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
@@ -22,9 +20,9 @@ import org.apache.flink.core.memory.DataOutputView;
  * (a state touched while a snapshot runs is copied first) went through Kryo as well.
  *
  * <p>Layout: the keys, anchor, version, publish time, eviction time, the dirty and changed flags,
- * then per view its tiles in start order: the start, the partials and, for a competitor-rate view,
- * each competitor's {rate, time, offset}. Format version 1; a change of layout needs a new version
- * and a migration in {@link Snapshot}.
+ * then per view its ring's size and its occupied slots: the slot, the tile's start, the partials and,
+ * for a competitor-rate view, each competitor's {rate, time, offset}. A change of layout needs a
+ * migration in {@link Snapshot}.
  */
 public final class EntityStateSerializer extends TypeSerializer<TileAggregator.EntityState> {
 
@@ -57,13 +55,16 @@ public final class EntityStateSerializer extends TypeSerializer<TileAggregator.E
         out.dirty = from.dirty;
         out.changed = from.changed == null ? null : from.changed.clone();
         if (from.tiles != null) {
-            out.tiles = new ArrayList<>(from.tiles.size());
-            for (TreeMap<Long, TileAggregator.Tile> view : from.tiles) {
-                TreeMap<Long, TileAggregator.Tile> copied = new TreeMap<>();
-                for (Map.Entry<Long, TileAggregator.Tile> e : view.entrySet()) {
-                    copied.put(e.getKey(), copyTile(e.getValue()));
+            out.starts = new long[from.starts.length][];
+            out.tiles = new TileAggregator.Tile[from.tiles.length][];
+            for (int v = 0; v < from.tiles.length; v++) {
+                out.starts[v] = from.starts[v].clone();
+                TileAggregator.Tile[] ring = new TileAggregator.Tile[from.tiles[v].length];
+                for (int slot = 0; slot < ring.length; slot++) {
+                    TileAggregator.Tile tile = from.tiles[v][slot];
+                    ring[slot] = tile == null ? null : copyTile(tile);
                 }
-                out.tiles.add(copied);
+                out.tiles[v] = ring;
             }
         }
         return out;
@@ -106,12 +107,22 @@ public final class EntityStateSerializer extends TypeSerializer<TileAggregator.E
         for (boolean changed : st.changed) {
             out.writeBoolean(changed);
         }
-        out.writeInt(st.tiles.size());
-        for (TreeMap<Long, TileAggregator.Tile> view : st.tiles) {
-            out.writeInt(view.size());
-            for (Map.Entry<Long, TileAggregator.Tile> e : view.entrySet()) {
-                out.writeLong(e.getKey());
-                TileAggregator.Tile tile = e.getValue();
+        out.writeInt(st.tiles.length);
+        for (int v = 0; v < st.tiles.length; v++) {
+            TileAggregator.Tile[] ring = st.tiles[v];
+            int occupied = 0;
+            for (TileAggregator.Tile tile : ring) {
+                occupied += tile == null ? 0 : 1;
+            }
+            out.writeInt(ring.length);
+            out.writeInt(occupied);
+            for (int slot = 0; slot < ring.length; slot++) {
+                TileAggregator.Tile tile = ring[slot];
+                if (tile == null) {
+                    continue;
+                }
+                out.writeInt(slot);
+                out.writeLong(st.starts[v][slot]);
                 out.writeInt(tile.p.length);
                 for (double x : tile.p) {
                     out.writeDouble(x);
@@ -149,12 +160,16 @@ public final class EntityStateSerializer extends TypeSerializer<TileAggregator.E
             st.changed[v] = in.readBoolean();
         }
         int views = in.readInt();
-        st.tiles = new ArrayList<>(views);
+        st.starts = new long[views][];
+        st.tiles = new TileAggregator.Tile[views][];
         for (int v = 0; v < views; v++) {
-            TreeMap<Long, TileAggregator.Tile> view = new TreeMap<>();
-            int tiles = in.readInt();
-            for (int t = 0; t < tiles; t++) {
-                long start = in.readLong();
+            int slots = in.readInt();
+            st.starts[v] = new long[slots];
+            st.tiles[v] = new TileAggregator.Tile[slots];
+            int occupied = in.readInt();
+            for (int t = 0; t < occupied; t++) {
+                int slot = in.readInt();
+                st.starts[v][slot] = in.readLong();
                 TileAggregator.Tile tile = new TileAggregator.Tile();
                 tile.p = new double[in.readInt()];
                 for (int i = 0; i < tile.p.length; i++) {
@@ -168,9 +183,8 @@ public final class EntityStateSerializer extends TypeSerializer<TileAggregator.E
                         tile.rates.put(competitor, new double[] {in.readDouble(), in.readDouble(), in.readDouble()});
                     }
                 }
-                view.put(start, tile);
+                st.tiles[v][slot] = tile;
             }
-            st.tiles.add(view);
         }
         return st;
     }

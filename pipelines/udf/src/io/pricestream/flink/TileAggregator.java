@@ -1,11 +1,8 @@
 package io.pricestream.flink;
 
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ValueState;
@@ -44,7 +41,14 @@ public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
     private final TileSpec.Group group;
     private transient ValueState<EntityState> state;
 
-    /** One entity's tiles, newest event time, version and publish time, and what changed since the last flush. */
+    /**
+     * One entity's tiles, newest event time, version and publish time, and what changed since the last flush.
+     *
+     * <p>A view's live tiles are a contiguous run of tile starts, {@code floor(anchor) - window} to
+     * {@code floor(anchor)}, so they sit in a ring of {@link #slots} slots: the tile that starts at
+     * {@code s} is in slot {@code (s / tile) mod slots}. A slot holding an older start holds a tile
+     * that left the window (it is a whole ring behind): it is replaced or skipped, never merged.
+     */
     public static final class EntityState {
         public String[] keys;
         public long anchor = Long.MIN_VALUE;
@@ -53,25 +57,28 @@ public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
         public long evictAt = Long.MIN_VALUE;
         public boolean dirty;
         public boolean[] changed;
-        public List<TreeMap<Long, Tile>> tiles;
-        /**
-         * Per view, the tile the last event went to and its start: most events land in the newest tile,
-         * so this spares a tree lookup. Not state (the serializer neither writes nor copies it): a copy
-         * or a restored state starts without it.
-         */
-        transient Tile[] lastTile;
-        transient long[] lastStart;
+        /** Per view, the start of the tile in each slot (meaningless where the tile is null). */
+        public long[][] starts;
+        /** Per view, the tile in each slot, or null. */
+        public Tile[][] tiles;
 
         public EntityState() {}
 
-        EntityState(String[] keys, int views) {
+        EntityState(String[] keys, int[] slots) {
             this.keys = keys;
-            this.changed = new boolean[views];
-            this.tiles = new ArrayList<>(views);
-            for (int v = 0; v < views; v++) {
-                tiles.add(new TreeMap<>());
+            this.changed = new boolean[slots.length];
+            this.starts = new long[slots.length][];
+            this.tiles = new Tile[slots.length][];
+            for (int v = 0; v < slots.length; v++) {
+                starts[v] = new long[slots[v]];
+                tiles[v] = new Tile[slots[v]];
             }
         }
+    }
+
+    /** Slots of a view's ring: every tile start that can be in its window, {@code ceil(window / tile) + 1}. */
+    static int slots(TileSpec.View view) {
+        return (int) ((view.windowMs + view.tileMs - 1) / view.tileMs) + 1;
     }
 
     /** A tile's partials (in the view's order) and, for competitor-rate views, per competitor {rate, time, offset}. */
@@ -106,7 +113,11 @@ public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
             for (int k = 0; k < keys.length; k++) {
                 keys[k] = (String) row.getField(group.keyIdx[k]);
             }
-            st = new EntityState(keys, group.views.size());
+            int[] slots = new int[group.views.size()];
+            for (int v = 0; v < slots.length; v++) {
+                slots[v] = slots(group.views.get(v));
+            }
+            st = new EntityState(keys, slots);
         }
         long time = ((Number) row.getField(spec.timeIdx)).longValue();
         long offset = ((Number) row.getField(spec.offsetIdx)).longValue();
@@ -118,14 +129,18 @@ public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
             if (start < floorOf(view, anchor)) {
                 continue;  // the tile left this view's window for good
             }
-            if (st.lastTile == null) {
-                st.lastTile = new Tile[group.views.size()];
-                st.lastStart = new long[group.views.size()];
+            long[] starts = st.starts[v];
+            Tile[] ring = st.tiles[v];
+            int slot = (int) Math.floorMod(Math.floorDiv(start, view.tileMs), (long) ring.length);
+            Tile tile = ring[slot];
+            if (tile == null || starts[slot] != start) {
+                if (tile != null && starts[slot] > start) {
+                    continue;  // cannot happen (start is in the window): the slot's newer tile wins
+                }
+                tile = new Tile(view.partials.size(), view.rates);  // the slot's older tile left the window
+                ring[slot] = tile;
+                starts[slot] = start;
             }
-            Tile tile = st.lastTile[v] != null && st.lastStart[v] == start ? st.lastTile[v]
-                : st.tiles.get(v).computeIfAbsent(start, k -> new Tile(view.partials.size(), view.rates));  // one descent
-            st.lastTile[v] = tile;
-            st.lastStart[v] = start;
             accumulate(view, tile, row, time, offset);
             st.changed[v] = true;
         }
@@ -207,16 +222,23 @@ public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
             }
             TileSpec.View view = group.views.get(v);
             long floor = floorOf(view, st.anchor);
-            TreeMap<Long, Tile> tiles = st.tiles.get(v);
-            while (!tiles.isEmpty() && tiles.firstKey() < floor) {  // the tiles that left the window, oldest first
-                Tile gone = tiles.pollFirstEntry().getValue();
-                if (st.lastTile != null && st.lastTile[v] == gone) {
-                    st.lastTile[v] = null;
+            long[] starts = st.starts[v];
+            Tile[] ring = st.tiles[v];
+            for (int slot = 0; slot < ring.length; slot++) {
+                if (ring[slot] != null && starts[slot] < floor) {
+                    ring[slot] = null;  // left the window
                 }
             }
             double[] totals = new double[view.partials.size()];
             Map<String, Double> latest = view.rates ? new HashMap<>() : null;
-            for (Tile tile : tiles.values()) {  // ascending: a newer tile's rate of a competitor wins
+            long first = floor + Math.floorMod(-floor, view.tileMs);  // the first tile start in the window
+            long last = st.anchor - Math.floorMod(st.anchor, view.tileMs);
+            for (long start = first; start <= last; start += view.tileMs) {  // ascending: a newer tile's rate wins
+                int slot = (int) Math.floorMod(Math.floorDiv(start, view.tileMs), (long) ring.length);
+                Tile tile = ring[slot];
+                if (tile == null || starts[slot] != start) {
+                    continue;
+                }
                 for (int i = 0; i < totals.length; i++) {
                     totals[i] += tile.p[i];
                 }
