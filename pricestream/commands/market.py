@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pricestream.commands.common import fail, new_app, out, table
 
+if TYPE_CHECKING:
+    from events.simulator import Market
+
 app = new_app("The simulated hotel market: presets calibrated to the Hotel Booking Demand dataset.")
+
+
+def _preset_market(preset: str, *, hotels: int, seed: int) -> Market:
+    """The market of ``preset`` (exits with the known presets named if it is not one)."""
+    from events.simulator import Market
+    from events.simulator.presets import PRESETS
+    from events.simulator.presets import preset as make
+
+    if preset not in PRESETS:
+        fail(f"--preset: got {preset!r}, expected one of {sorted(PRESETS)}")
+    return Market(make(preset, hotels=hotels, seed=seed))
 
 
 @app.command("calibrate")
@@ -23,14 +37,9 @@ def calibrate(
     ] = 8000,
 ) -> None:
     """Each dataset figure against its target and tolerance; exit code 1 if any misses."""
-    from events.simulator import Market
     from events.simulator.calibration import check
-    from events.simulator.presets import PRESETS
-    from events.simulator.presets import preset as make
 
-    if preset not in PRESETS:
-        fail(f"--preset: got {preset!r}, expected one of {sorted(PRESETS)}")
-    checks = check(preset, Market(make(preset, hotels=hotels, seed=seed)), n=offers, seed=seed)
+    checks = check(preset, _preset_market(preset, hotels=hotels, seed=seed), n=offers, seed=seed)
     if not checks:
         out.print(f"preset {preset!r} has no dataset targets")
         return
@@ -60,19 +69,15 @@ def bound(
     """The fluid LP bound on any policy's expected net revenue for a window (events.simulator.fluid)."""
     from datetime import datetime
 
-    from events.simulator import Market
     from events.simulator.fluid import fluid_bound
-    from events.simulator.presets import PRESETS
-    from events.simulator.presets import preset as make
 
-    if preset not in PRESETS:
-        fail(f"--preset: got {preset!r}, expected one of {sorted(PRESETS)}")
+    market = _preset_market(preset, hotels=hotels, seed=0)
     try:
         at = datetime.fromisoformat(start)
     except ValueError:
         fail(f"--start: got {start!r}, expected an ISO-8601 time with a timezone")
     if at.tzinfo is None:
         fail(f"--start: got {start!r}, expected an ISO-8601 time with a timezone")
-    value = fluid_bound(Market(make(preset, hotels=hotels, seed=0)), start=at, days=days, seed=seed,
+    value = fluid_bound(market, start=at, days=days, seed=seed,
                         warmup_days=warmup_days)
     out.print(f"preset {preset}, seed {seed}, {days} nights from {at.isoformat()}: fluid LP bound {value:,.0f}")

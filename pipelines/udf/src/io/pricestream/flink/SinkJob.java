@@ -47,10 +47,7 @@ public final class SinkJob {
                               String redisSpecJson) throws IOException {
         JsonNode spec = new ObjectMapper().readTree(specJson);
         Properties producer = new Properties();
-        for (Iterator<Map.Entry<String, JsonNode>> it = spec.get("properties").fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> p = it.next();
-            producer.setProperty(p.getKey(), p.getValue().asText());
-        }
+        putAll(producer, spec.get("properties"));
         String bootstrap = spec.get("bootstrap").asText();
         JsonNode features = spec.get("features");
         Map<String, String[]> names = new HashMap<>();
@@ -72,14 +69,19 @@ public final class SinkJob {
         }
     }
 
+    /** The members of a JSON object of strings, as properties. */
+    private static void putAll(Properties into, JsonNode members) {
+        for (Iterator<Map.Entry<String, JsonNode>> it = members.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> p = it.next();
+            into.setProperty(p.getKey(), p.getValue().asText());
+        }
+    }
+
     private static KafkaSink<Row> kafka(String bootstrap, Properties common, JsonNode target,
                                         KafkaRecordSerializationSchema<Row> records) {
         Properties producer = new Properties();
         producer.putAll(common);
-        for (Iterator<Map.Entry<String, JsonNode>> it = target.get("properties").fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> p = it.next();
-            producer.setProperty(p.getKey(), p.getValue().asText());
-        }
+        putAll(producer, target.get("properties"));
         String delivery = target.get("delivery").asText();
         DeliveryGuarantee guarantee;
         switch (delivery) {
