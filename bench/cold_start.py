@@ -58,6 +58,7 @@ from events.simulator.presets import preset
 from events.simulator.shoppers import Offer, Policy
 from pricing.bid_price import BidPriceConfig
 from pricing.cold_start import ColdStartConfig, ColdStartScorer, PartialWindows, Stage, refit_bundles
+from pricing.exploration import ExplorationConfig
 from pricing.feature_source import FeatureSource
 from pricing.models import DemandModelConfig
 from pricing.scorer import Scorer
@@ -150,7 +151,8 @@ class Setup:
     onboard: frozenset[str]
     partial_windows: bool
     """Read the new hotel's window counts at full length while its history is shorter (``PartialWindows``)."""
-    """Event types of the new hotel that the stream has from before it joins (``ONBOARD``)."""
+    exploration: ExplorationConfig | None = None
+    """How ``staged`` explores the new hotel's prices in stage two (``None``: not at all)."""
 
 
 def setup(name: str, args: argparse.Namespace, work: Path, say: Callable[[str], None]) -> Setup:
@@ -172,11 +174,14 @@ def setup(name: str, args: argparse.Namespace, work: Path, say: Callable[[str], 
         for r in range(len(market.config.room_types)):
             dp.values(h, r)
     config = ColdStartConfig(transfer_after_days=args.transfer_after_days, own_after_labels=args.own_after_labels,
-                             own_after_bookings=args.own_after_bookings, own_weight=args.own_weight)
+                             own_after_bookings=args.own_after_bookings, own_weight=args.own_weight,
+                             refit_price_response=args.refit_price_response == "refit")
+    exploration = (ExplorationConfig(band=args.explore_band, arms=args.explore_arms, seed=args.market_seed)
+                   if args.explore_band > 0 else None)
     say(f"{name}: pooled models on {len(pooled)} rows of {len(mature)} mature hotels, DP solved "
         f"({time.perf_counter() - t0:.0f}s); new hotel {new}")
     return Setup(market, new, mature, (light.path, heavy.path), pooled, capacity, dp, start, config, work,
-                 ONBOARD[args.onboard], args.partial_windows == "scale")
+                 ONBOARD[args.onboard], args.partial_windows == "scale", exploration)
 
 
 def request_of(offer: Offer) -> PricingRequest:
@@ -193,6 +198,10 @@ def staged_policy(s: Setup, which: str, seed: int, tally: Tally) -> tuple[Policy
         read = PartialWindows(source, first_seen=lambda h: cold.first_seen(h), clock=lambda: source.now)
     pooled = scorer(s.market, source=read, bundles=s.bundles, capacity=s.capacity)  # type: ignore[arg-type]
     rules = scorer(s.market, source=read, bundles=None, capacity=s.capacity)  # type: ignore[arg-type]
+    transfer = None
+    if which == "staged" and s.exploration is not None:  # its labels must identify its elasticity
+        transfer = scorer(s.market, source=read, bundles=s.bundles, capacity=s.capacity,  # type: ignore[arg-type]
+                          exploration=s.exploration)
 
     def refit(hotel: str, own: pd.DataFrame) -> Scorer:
         paths = refit_bundles(s.bundles, own, s.work / f"own-{hotel}-{seed}", config=s.config,
@@ -205,7 +214,7 @@ def staged_policy(s: Setup, which: str, seed: int, tally: Tally) -> tuple[Policy
     elif which == "transfer_only":
         config = config.model_copy(update={"transfer_after_days": 0.0})
     cold = ColdStartScorer(config, rules=rules, pooled=pooled, refit=refit if which == "staged" else None,
-                           mature=s.mature)
+                           mature=s.mature, transfer=transfer)
     labels = Labels(cold, s.new)
 
     def policy(offer: Offer) -> float:
@@ -267,6 +276,11 @@ class Summary:
     stage_of_day: list[str]
     stage_share: dict[str, float]
     days_to_target: int | None
+    """First day from which the trailing share stays >= 95% of the mature share over the whole window."""
+    mature_trailing: np.ndarray
+    """The mature hotels' trailing share per day (same days as ``trailing``)."""
+    days_to_target_same_day: int | None
+    """First day from which the trailing share stays >= 95% of the mature hotels' trailing share on the same days."""
     totals: dict[str, float]
     """Run -> the new hotel's revenue over the window (sum over seeds)."""
 
@@ -282,8 +296,8 @@ def summarise(results: dict[str, list[Tally]], days: int) -> Summary:
     mature_share = float(per_day("staged", s.mature).sum() / dp_mature.sum())
     share = {w: per_day(w, new) / dp_new for w in ("static", "staged", "rules_only", "transfer_only")}
     staged = per_day("staged", new)
-    trailing = np.array([staged[max(0, d - TRAIL_DAYS + 1):d + 1].sum() / dp_new[max(0, d - TRAIL_DAYS + 1):d + 1].sum()
-                         for d in range(days)])
+    trailing = _trailing(staged, dp_new)
+    mature_trailing = _trailing(per_day("staged", s.mature), dp_mature)
     counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for t in results["staged"]:
         for d, c in t.stages.items():
@@ -297,27 +311,37 @@ def summarise(results: dict[str, list[Tally]], days: int) -> Summary:
             stage_share[st] = float(staged[idx].sum() / dp_new[idx].sum())
     ok = trailing >= TARGET * mature_share
     reach = next((d for d in range(days) if ok[d:].all()), None)
+    same = trailing >= TARGET * mature_trailing
+    reach_same = next((d for d in range(days) if same[d:].all()), None)
     totals = {w: float(per_day(w, new).sum()) for w in RUNS}
     return Summary(days, mature_share, share, trailing, staged / per_day("static", new) - 1.0, stage_of_day,
-                   stage_share, reach, totals)
+                   stage_share, reach, mature_trailing, reach_same, totals)
+
+
+def _trailing(revenue: np.ndarray, dp: np.ndarray) -> np.ndarray:
+    """Revenue over DP revenue of the ``TRAIL_DAYS`` days ending on each day."""
+    return np.array([revenue[max(0, d - TRAIL_DAYS + 1):d + 1].sum() / dp[max(0, d - TRAIL_DAYS + 1):d + 1].sum()
+                     for d in range(len(revenue))])
 
 
 def report(name: str, sm: Summary) -> str:
     print(f"\n{name}: mature hotels' share of the DP oracle {sm.mature_share:.3f} (pooled models); "
           f"target {TARGET:.0%} of it = {TARGET * sm.mature_share:.3f}")
     print(f"{'day':>3s} {'stage':8s} {'vs static':>9s} {'share':>6s} {f'{TRAIL_DAYS}d share':>8s} "
-          f"{'rules only':>10s} {'transfer only':>13s} {'static':>6s}")
+          f"{'rules only':>10s} {'transfer only':>13s} {'static':>6s} {'mature 3d':>9s}")
     for d in range(sm.days):
         print(f"{d:3d} {sm.stage_of_day[d]:8s} {sm.vs_static[d]:+9.1%} {sm.share['staged'][d]:6.3f} "
               f"{sm.trailing[d]:8.3f} {sm.share['rules_only'][d]:10.3f} {sm.share['transfer_only'][d]:13.3f} "
-              f"{sm.share['static'][d]:6.3f}")
+              f"{sm.share['static'][d]:6.3f} {sm.mature_trailing[d]:9.3f}")
     t = sm.totals
     print("window, new hotel (sum over seeds): " + ", ".join(f"{w} {v:,.0f}" for w, v in t.items())
           + f"; staged over static {t['staged'] / t['static'] - 1:+.1%}, over rules only "
           f"{t['staged'] / t['rules_only'] - 1:+.1%}; share of DP {t['staged'] / t['dp']:.3f}")
-    reach = f"on day {sm.days_to_target}" if sm.days_to_target is not None else f"not within {sm.days} days"
+    reach, same = (f"on day {d}" if d is not None else f"not within {sm.days} days"
+                   for d in (sm.days_to_target, sm.days_to_target_same_day))
     stages = ", ".join(f"{k} {v:.3f}" for k, v in sm.stage_share.items())
-    return f"{name}: 95% of the mature share ({sm.mature_share:.3f}) reached {reach}; stage shares {stages}"
+    return (f"{name}: 95% of the mature share ({sm.mature_share:.3f}) reached {reach}; 95% of the mature "
+            f"hotels' share on the same days reached {same}; stage shares {stages}")
 
 
 def plot(summaries: dict[str, Summary], path: Path) -> None:
@@ -338,6 +362,7 @@ def plot(summaries: dict[str, Summary], path: Path) -> None:
         ax.plot(x, sm.share["transfer_only"], ":", label="new hotel, transfer only")
         ax.plot(x, sm.share["static"], "-", color="grey", lw=0.8, label="new hotel, static")
         ax.axhline(sm.mature_share, color="k", lw=1, label="mature hotels (pooled)")
+        ax.plot(x, sm.mature_trailing, "-", color="k", lw=0.6, alpha=0.6, label=f"mature hotels ({TRAIL_DAYS}-day trailing)")
         ax.axhline(TARGET * sm.mature_share, color="k", lw=0.8, ls="--", label="95% of mature")
         ax.set_title(f"{name}: share of the DP oracle by day (shaded: rules / transfer / own)", fontsize=9)
         ax.set_xlabel("day since the new hotel joined")
@@ -361,7 +386,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--transfer-after-days", type=float, default=1.0)
     parser.add_argument("--own-after-labels", type=int, default=300)
     parser.add_argument("--own-after-bookings", type=int, default=10)
-    parser.add_argument("--own-weight", type=float, default=4.0)
+    parser.add_argument("--own-weight", type=float, default=1.0)
+    parser.add_argument("--refit-price-response", choices=("keep", "refit"), default="keep",
+                        help="stage three keeps the pooled price response (trees only refitted) or refits it")
+    parser.add_argument("--explore-band", type=float, default=0.10,
+                        help="staged explores the new hotel's stage-two prices within +-band (0: no exploration)")
+    parser.add_argument("--explore-arms", type=int, default=5)
     parser.add_argument("--onboard", choices=sorted(ONBOARD), default="inventory",
                         help="what the stream has of the new hotel from before it joins (see ONBOARD)")
     parser.add_argument("--partial-windows", choices=("scale", "raw"), default="scale",

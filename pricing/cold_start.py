@@ -17,7 +17,7 @@ can read (:func:`stage_of`, thresholds in :class:`ColdStartConfig`):
    ``own_after_bookings`` bookings: the pooled models get ``refit_trees`` more
    trees per member by continued training (``init_model``) on its own labels,
    weighted ``own_weight`` against a sample of the pooled rows, and the price
-   response is refitted on the same weighted rows (:func:`refit_bundles`).
+   pooled price response is kept (``refit_price_response`` off, :func:`refit_bundles`).
 
 The stage a decision was priced in is recorded on it as a rule id,
 ``cold_start:<stage>``, next to the tier that priced it. A hotel in the pooled
@@ -37,6 +37,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -52,7 +53,7 @@ from pricing.errors import TrainingError
 from pricing.feature_source import FeatureRead, FeatureSource
 from pricing.models import DemandModelConfig
 from pricing.scorer import Scorer
-from pricing.training import read_meta, train_bundle
+from pricing.training import META_FILE, read_meta, train_bundle
 from pricing.vectorize import HEAVY_COLUMNS, LIGHT_COLUMNS, input_columns, request_values
 
 Stage = Literal["rules", "transfer", "own"]
@@ -78,6 +79,10 @@ class ColdStartConfig(BaseModel):
     """Pooled rows (seeded sample) kept in the refit, so that the price response stays identified."""
     refit_trees: int = Field(default=20, ge=1)
     """Trees added to each member by continued training on the refit rows."""
+    refit_price_response: bool = False
+    """Refit the price response on the refit rows too (False: keep the pooled one). The hotel's own labels
+    are priced by its policy, so its price moves with its features; a response refitted on them learns a
+    confounded elasticity (measured in ``docs/cold-start.md``), the pooled one was fitted on many hotels."""
 
 
 class HotelHistory(NamedTuple):
@@ -208,8 +213,17 @@ def refit_bundles(
         frame = rows[[*dict.fromkeys((*input_columns(columns), "booked", "weight"))]]
         info = train_bundle(frame, Path(out_dir) / tier, tier=tier, seed=seed, init_model=bundle,
                             config=DemandModelConfig(num_trees=config.refit_trees))
+        if not config.refit_price_response:
+            _keep_response(Path(bundle), info.path)
         out.append(info.path)
     return out
+
+
+def _keep_response(pooled: Path, refit: Path) -> None:
+    """Write the pooled bundle's price response into the refitted bundle's meta (only the trees are refitted)."""
+    meta = read_meta(refit)
+    meta["price_response"] = read_meta(pooled).get("price_response")
+    (refit / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
 
 
 def _numeric(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
@@ -242,11 +256,15 @@ class ColdStartScorer:
         pooled: the scorer of the pooled models (stage two; ``None``: rules until a hotel has its own).
         refit: builds a hotel's own scorer when it reaches stage three (``None``: it stays on the pooled one).
         mature: hotels in the pooled models' training data (stage ``own``, on the pooled scorer).
+        transfer: the pooled models as a new hotel's stage two sees them (``None``: ``pooled``), e.g. with
+            exploration (:class:`pricing.exploration.ExplorationConfig`) so that its labels identify its
+            elasticity before its refit, while the mature hotels are not explored.
     """
 
     def __init__(self, config: ColdStartConfig, *, rules: Scorer, pooled: Scorer | None,
-                 refit: Refit | None = None, mature: Iterable[str] = ()) -> None:
+                 refit: Refit | None = None, mature: Iterable[str] = (), transfer: Scorer | None = None) -> None:
         self.config, self.rules, self.pooled, self.refit = config, rules, pooled, refit
+        self.transfer = transfer if transfer is not None else pooled
         self.mature = frozenset(mature)
         self.hotels: dict[str, _Hotel] = {}
 
@@ -273,7 +291,7 @@ class ColdStartScorer:
         stage, _ = self.stage(request.hotel_id, request.event_time)
         scorer = self._scorer(request.hotel_id, hotel, stage)
         used: Stage = "rules" if scorer is self.rules else stage
-        if stage == "own" and scorer is self.pooled and request.hotel_id not in self.mature:
+        if stage == "own" and scorer is self.transfer and request.hotel_id not in self.mature:
             used = "transfer"
         decision, trail = scorer.price_traced(request)
         decision = decision.model_copy(update={"rule_ids": (*decision.rule_ids, RULE_PREFIX + used)})
@@ -297,7 +315,8 @@ class ColdStartScorer:
             hotel.own = self.refit(hotel_id, self.own_frame(hotel_id))
         if stage == "own" and hotel.own is not None:
             return hotel.own
-        return self.pooled if self.pooled is not None else self.rules
+        pooled = self.pooled if hotel_id in self.mature else self.transfer
+        return pooled if pooled is not None else self.rules
 
 
 def stage_counts(decisions: Iterable[PricingDecision]) -> Mapping[Stage, int]:
