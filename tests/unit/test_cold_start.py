@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from events.models import PricingRequest
 from pricing.feature_source import MemoryFeatureSource
@@ -86,7 +87,7 @@ def _frame(rng: np.random.Generator, n: int, wtp: float) -> pd.DataFrame:
     return frame
 
 
-def _cold_scorer(tmp_path: object) -> tuple[ColdStartScorer, pd.DataFrame, str]:
+def _cold_scorer(tmp_path: object, config: ColdStartConfig = STAGE_CFG) -> tuple[ColdStartScorer, pd.DataFrame, str]:
     pooled_frame = _frame(np.random.default_rng(1), 1500, wtp=220.0)
     pooled = train_bundle(pooled_frame, f"{tmp_path}/pooled", tier="light", config=DemandModelConfig(num_trees=30))
     rules = RuleSet.from_yaml(RULES + "base_rates:\n  - {hotel: h-new, room_type: std, rate: 150}\n")
@@ -96,11 +97,11 @@ def _cold_scorer(tmp_path: object) -> tuple[ColdStartScorer, pd.DataFrame, str]:
                       light=light, heavy=None, router=TieredRouter())  # type: ignore[arg-type]
 
     def refit(hotel: str, own: pd.DataFrame) -> Scorer:
-        paths = refit_bundles([pooled.path], own, f"{tmp_path}/own-{hotel}", config=STAGE_CFG,
+        paths = refit_bundles([pooled.path], own, f"{tmp_path}/own-{hotel}", config=config,
                               pooled_frame=pooled_frame, seed=0)
         return scorer(load_pricer(paths[0]))
 
-    cold = ColdStartScorer(STAGE_CFG, rules=scorer(None), pooled=scorer(load_pricer(pooled.path)), refit=refit)
+    cold = ColdStartScorer(config, rules=scorer(None), pooled=scorer(load_pricer(pooled.path)), refit=refit)
     return cold, pooled_frame, pooled.version
 
 
@@ -134,9 +135,12 @@ def test_stage_two_prices_a_new_hotel_with_the_pooled_model_after_its_first_day(
     assert dict(stage_counts([first, second])) == {"rules": 1, "transfer": 1, "own": 0}
 
 
-def test_stage_three_refits_on_the_hotels_own_labels_and_follows_them(tmp_path: object) -> None:
-    """The new hotel's guests pay far more than the pooled hotels' (wtp 420 vs 220): its own model prices higher."""
-    cold, _, pooled_version = _cold_scorer(tmp_path)
+@pytest.mark.parametrize("refit_response", [False, True])
+def test_stage_three_refits_on_the_hotels_own_labels_and_follows_them(tmp_path: object, refit_response: bool) -> None:
+    """The new hotel's guests pay far more than the pooled hotels' (wtp 420 vs 220): its own model books more at
+    the same price; with its price response refitted too (not the default), it prices higher."""
+    config = STAGE_CFG.model_copy(update={"refit_price_response": refit_response})
+    cold, _, pooled_version = _cold_scorer(tmp_path, config)
     cold.price(_request(NOW))
     at = NOW + timedelta(days=2)
     transfer = cold.price(_request(at))
@@ -155,7 +159,16 @@ def test_stage_three_refits_on_the_hotels_own_labels_and_follows_them(tmp_path: 
     meta = read_meta(tmp_path / "own-h-new" / "light")  # type: ignore[operator]
     assert meta["parent"] == pooled_version  # continued from the pooled model
     assert meta["rows"] == 300 + 1500  # its own 300 labels and the pooled sample
-    assert refitted.price > transfer.price * 1.1  # its own guests' willingness to pay moved the price up
+    pooled_response = read_meta(tmp_path / "pooled")["price_response"]  # type: ignore[operator]
+    assert refitted.expected_booking_prob is not None and transfer.expected_booking_prob is not None
+    if refit_response:
+        assert meta["price_response"] != pooled_response
+        assert refitted.price > transfer.price * 1.1  # its own guests' willingness to pay moved the price up
+    else:
+        assert meta["price_response"] == pooled_response  # the trees only: the pooled elasticity stays
+        # a logit in log price: the level does not move the optimum, so the price stays; the demand level does
+        assert abs(refitted.price - transfer.price) < 0.05 * transfer.price
+        assert refitted.expected_booking_prob > transfer.expected_booking_prob + 0.05
 
 
 def test_the_cli_shows_the_stage_and_refits_a_hotel_on_its_own_labels(tmp_path: object) -> None:
