@@ -123,20 +123,26 @@ class Simulation:
         done = self._checkins.get((hotel_id, room_type, stay_date))
         return self.market.capacity_at(h, r) if done is None else done
 
-    def sellable(self) -> dict[tuple[int, int, int], int]:
+    def sellable(self, until_ms: int | None = None) -> dict[tuple[int, int, int], int]:
         """Per open night, by (hotel, room type, ordinal) index: rooms left now plus those given back later.
 
         The second part is the rooms of the bookings made so far whose cancellation is already scheduled
-        inside the run: together, the most a policy taking over now can sell of each night
-        (``events.simulator.fluid`` bounds revenue with it).
+        inside the run (``until_ms``: only those due by then, epoch milliseconds): together, the most a
+        policy taking over now can hold of each night at that time (``events.simulator.fluid`` bounds
+        revenue with it).
         """
         out = dict(self._left)
-        for _, _, kind, data in self._heap:
-            if kind == _CANCEL:
+        for ms, _, kind, data in self._heap:
+            if kind == _CANCEL and (until_ms is None or ms <= until_ms):
                 key, _, rooms, nights = data
                 for k in self._held(key, nights):
                     out[k] = out.get(k, self.market.capacity_at(k[0], k[1])) + rooms
         return out
+
+    def returns(self) -> list[tuple[int, tuple[int, int, int], int]]:
+        """The rooms that scheduled cancellations give back: ``(epoch ms, (hotel, room type, ordinal), rooms)``."""
+        return [(ms, k, data[2]) for ms, _, kind, data in self._heap if kind == _CANCEL
+                for k in self._held(data[0], data[3])]
 
     @property
     def checkins(self) -> Mapping[tuple[str, str, date], int]:

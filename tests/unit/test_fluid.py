@@ -11,7 +11,18 @@ from events.simulator import DPOracle, Market, oracle_policy, static_policy
 from events.simulator.compare import run_window
 from events.simulator.dp import solve as dp_solve
 from events.simulator.errors import SimulatorError
-from events.simulator.fluid import Classes, dual, fluid_bound, market_classes, solve
+from events.simulator.fluid import (
+    HOLD_LEADS,
+    Classes,
+    Holding,
+    dual,
+    dual_held,
+    fluid_bound,
+    hold_share,
+    market_classes,
+    solve,
+    solve_held,
+)
 from events.simulator.presets import preset
 
 
@@ -53,6 +64,43 @@ def test_fluid_bound_is_at_least_the_exact_dp_on_100_random_single_night_markets
         assert bound.value <= unconstrained * (1.0 + 1e-12)
         binding += bound.value < unconstrained * 0.999
     assert binding > 10  # capacity binds in many of them: the bound is not just the myopic sum
+
+
+def test_held_bound_is_at_least_the_dp_whose_cancellations_never_free_a_room_on_100_random_markets() -> None:
+    """Cancelled rooms held to the end is a policy of the real market (never resell them): below the held bound."""
+    rng = np.random.default_rng(11)
+    binding = 0
+    for _ in range(100):
+        spec = _random_market(rng)
+        periods, n_cls = np.asarray(spec["lam"]).shape
+        exact = float(dp_solve(**spec, consume=np.ones(n_cls))[0, -1])  # type: ignore[arg-type]
+        base = _single_night(spec)
+        lead_hi = np.repeat(np.arange(periods, 0, -1, dtype=float) * 3.0, n_cls)  # period t: 3 (T - t - 1) .. 3 (T - t)
+        keep = np.tile(np.asarray(spec["keep"]), periods)
+        classes = Classes(**{**base.__dict__, "lead_lo": lead_hi - 3.0, "lead_hi": lead_hi,
+                             "cancel_odds": (1.0 - keep) / keep})
+        cap = np.full((1, len(HOLD_LEADS)), float(spec["capacity"]))  # type: ignore[arg-type]
+        held = solve_held(Holding.of(classes, cap), classes)
+        free = solve(cap[:, 0], classes)
+        assert exact * (1.0 - 1e-9) <= held.value <= free.value * (1.0 + 1e-12)
+        assert dual_held(np.full(cap.size, 30.0), Holding.of(classes, cap), classes)[0] >= held.value - 1e-9
+        binding += held.value < dual(np.zeros(1), cap[:, 0], classes)[0] * 0.999
+    assert binding >= 10  # capacity binds in many of them (the tightening itself: the cases below)
+
+
+def test_held_bound_on_a_hand_solved_case() -> None:
+    # one room; bookings 30-40 days ahead, one cancelled per kept (odds 1): 30 days ahead a canceller booked
+    # 40 days ahead still holds with (30 / 40 - 0.05) / 0.9 = 7/9, so 4 q(p) (1 + 7/9) <= 1 and revenue p / (16/9)
+    assert hold_share(np.array([30.0]), np.array([40.0]))[0] == pytest.approx(7.0 / 9.0)
+    one = Classes.single_night(lam=np.array([4.0]), a=np.array([2 * np.log(100.0)]), b=np.array([2.0]),
+                               lead_lo=np.array([30.0]), lead_hi=np.array([40.0]), cancel_odds=np.array([1.0]))
+    held = solve_held(Holding.of(one, np.full((1, len(HOLD_LEADS)), 1.0)), one)
+    q = 9.0 / 64.0
+    assert held.value == pytest.approx(100.0 * np.sqrt(1.0 / q - 1.0) * 9.0 / 16.0, rel=1e-4)
+    with pytest.raises(SimulatorError, match="capacity"):
+        Holding.of(one, np.ones((1, 2)))
+    with pytest.raises(SimulatorError, match="lead_lo"):
+        Holding.of(Classes.single_night(lam=np.array([4.0]), a=np.array([1.0]), b=np.array([2.0])), np.ones((1, 7)))
 
 
 def test_fluid_bound_on_a_hand_solved_case_and_the_dual_is_a_bound_anywhere() -> None:
@@ -107,9 +155,11 @@ def test_fluid_bound_is_above_every_simulated_policy_on_a_small_multi_night_mark
     revenue = {name: [run_window(market, p, start=start, days=days, seed=s, warmup_days=warmup).revenue
                       for s in range(seeds)] for name, p in policies.items()}
     bounds = [fluid_bound(market, start=start, days=days, seed=s, warmup_days=warmup) for s in range(seeds)]
+    held = [fluid_bound(market, start=start, days=days, seed=s, warmup_days=warmup, held=True) for s in range(seeds)]
     for name, values in revenue.items():
-        assert np.mean(values) <= np.mean(bounds), name
+        assert np.mean(values) <= np.mean(held) <= np.mean(bounds), name
     assert max(np.mean(v) for v in revenue.values()) > 0.5 * np.mean(bounds)  # not vacuous
+    assert np.mean(held) < np.mean(bounds)  # cancellations holding rooms tighten it
     classes = market_classes(market, 0, 0, start=start, days=days)
     assert classes.span.max() > 1 and set(np.unique(classes.first)) == set(range(days))
 
