@@ -247,6 +247,18 @@ def candidate_loader(
     return load
 
 
+def staged_scorer(settings: Settings, scorer: Scorer) -> Scorer:
+    """``scorer`` with the cold-start stage rule in front (``pricing.cold_start_serving``), history in Redis."""
+    from pricestream.commands.cold_start import cold_start_config, history_store
+    from pricing.cold_start_serving import StagedScorer
+
+    return StagedScorer(scorer.config, rules=scorer.rules, feature_source=scorer.feature_source, light=scorer.light,
+                        heavy=scorer.heavy, router=scorer.router, stats=scorer.stats, audit=scorer.audit,
+                        on_decision=scorer.on_decision,
+                        history=history_store(settings),
+                        cold_start=cold_start_config(settings), partial_windows=settings.cold_start_partial_windows)
+
+
 def build_serving_path(
     settings: Settings,
     *,
@@ -277,6 +289,8 @@ def build_serving_path(
         control = follow_models(settings, models=models, on_progress=on_progress)
     incumbent = build_scorer(settings, feature_source=feature_source, models=models, on_progress=on_progress,
                              config=config, models_source=None if control is None else control.state)
+    if settings.cold_start_serve:
+        incumbent = staged_scorer(settings, incumbent)
     log_file = AuditLog(audit_path or settings.audit(), fsync_interval_s=settings.audit_flush_interval_s,
                         key=settings.audit_key, anchors=settings.audit_anchors,
                         anchor_interval_s=settings.audit_anchor_interval_s,

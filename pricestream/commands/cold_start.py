@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from pricing.cold_start import ColdStartConfig
+    from pricing.cold_start_serving import RedisHistoryStore
 
 app = new_app("Cold start of a new hotel: rules on day one, the pooled models, then its own labels.")
 
@@ -81,6 +82,55 @@ def refit(
         return
     shown = [(str(p), read_meta(p)["version"], read_meta(p)["parent"]) for p in paths]
     out.print(table(("bundle", "version", "continued from"), shown, title=f"cold start refit of {hotel}"))
+
+
+def history_store(s: Settings) -> RedisHistoryStore:
+    """The served hotels' cold-start history (first request, label counts) in the online store's Redis."""
+    from features.connection import redis_client
+    from pricing.cold_start_serving import RedisHistoryStore
+
+    return RedisHistoryStore(redis_client(s.features()))  # type: ignore[arg-type]
+
+
+@app.command("history")
+def history(
+    hotel: Annotated[str, typer.Option(help="the hotel's id")],
+    at: Annotated[str | None, typer.Option(help="when (ISO-8601, with zone); default now")] = None,
+) -> None:
+    """What ``serve`` (PRICESTREAM_COLD_START_SERVE) recorded of a hotel: first request, labels, bookings, stage."""
+    from datetime import UTC, datetime
+
+    from pricing.cold_start import HotelHistory, stage_of
+
+    s = settings()
+    store = history_store(s)
+    when = datetime.now(tz=UTC) if at is None else parse_time(at, option="--at")
+    raw = store.recorded(hotel)
+    labels, bookings = store.counts(hotel)
+    if raw is None:
+        out.print(table(("hotel", "first seen", "labels", "bookings", "stage"),
+                        [(hotel, "never priced", labels, bookings, "rules: no request yet")], title="cold start"))
+        return
+    first = store.first_seen(hotel, when, mature=lambda: False)
+    reason = ("own: a mature hotel, with behaviour in the feature store before its first request" if first is None
+              else stage_of(HotelHistory(first, labels, bookings), when, cold_start_config(s))[1])
+    out.print(table(("hotel", "first seen", "labels", "bookings", "stage"),
+                    [(hotel, "mature" if first is None else first.isoformat(), labels, bookings, reason)],
+                    title="cold start"))
+
+
+@app.command("labels")
+def add_labels(
+    hotel: Annotated[str, typer.Option(help="the hotel's id")],
+    labels: Annotated[int, typer.Option(min=0, help="labels to add (decisions joined with outcomes)")],
+    bookings: Annotated[int, typer.Option(min=0, help="bookings among them")] = 0,
+) -> None:
+    """Add to a hotel's label counts, which move it to stage ``own`` in ``serve`` at the thresholds."""
+    if bookings > labels:
+        fail(f"--bookings {bookings}: more than --labels {labels}, expected at most the labels added")
+        return
+    total = history_store(settings()).add_labels(hotel, labels=labels, bookings=bookings)
+    out.print(table(("hotel", "labels", "bookings"), [(hotel, *total)], title="cold start"))
 
 
 def _read(path: Path, *, option: str) -> pd.DataFrame:

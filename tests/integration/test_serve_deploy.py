@@ -144,3 +144,81 @@ def test_sigterm_mid_traffic_and_restart_lose_and_duplicate_nothing(
     audited = audit_frame(path)
     assert len(audited) == 402  # the reader agrees with verify
     assert list(audited["hotel_id"].iloc[:2]) == ["h\u2028x", "h\u0085y"]
+
+
+def _traded_hotel_rows(env: dict[str, str], hotel: str, stay: str) -> None:
+    """Every feature view of ``hotel`` (stay ``stay``) in the deployment's online store, a minute old."""
+    import math
+    import time
+
+    from events.catalog import VIEWS
+    from features.online_writer import OnlineWriter
+    from features.rows import FeatureRow
+    from pricestream.settings import Settings
+    from pricing.synthetic import training_frame
+
+    values = training_frame(1, seed=9).iloc[0]
+    values["searches_7d"] = 40.0  # behaviour before its first request: a hotel that traded
+    at_ms = int(time.time() * 1000) - 60_000
+    rows = []
+    for view, (keys, names) in VIEWS.items():
+        feats = {n: None if math.isnan(values[n]) else float(values[n]) for n in names}
+        stay_key = "room_type" in keys
+        rows.append(FeatureRow(hotel, view, "std" if stay_key else None, stay if stay_key else None, at_ms, 1,
+                               at_ms, feats))
+    settings = Settings(state_dir=Path(env["PRICESTREAM_STATE_DIR"]), redis_url=env["PRICESTREAM_REDIS_URL"],
+                        feast_project=env["PRICESTREAM_FEAST_PROJECT"])
+    OnlineWriter(settings.features()).write_rows(rows)
+
+
+def test_cold_start_in_serve_a_new_hotel_is_priced_by_rules_then_transferred_a_traded_one_by_the_model(
+    stack: StackConfig, tmp_path: Path
+) -> None:
+    """``PRICESTREAM_COLD_START_SERVE``: the stage comes from the hotel's history, and is recorded on the decision."""
+    import time
+    import uuid
+    from datetime import UTC, datetime
+
+    from pricestream.settings import Settings
+    from routing.calibration import Thresholds
+    from routing.threshold_state import ThresholdStore
+
+    env = stack_env(stack, tmp_path / "state", PRICESTREAM_COLD_START_SERVE="true")
+    seed_models(env)
+    state = Settings(state_dir=Path(env["PRICESTREAM_STATE_DIR"]))
+    ThresholdStore(state.router_thresholds()).publish(Thresholds(rules_below=0.0, heavy_above=0.99),
+                                                      at=datetime.now(tz=UTC), reason="test: models price all")
+    new, old, stay = f"new-{uuid.uuid4().hex[:8]}", f"old-{uuid.uuid4().hex[:8]}", "2027-01-15"
+    _traded_hotel_rows(env, old, stay)
+    server = start_serve(env, tmp_path / "serve.log")
+    try:
+        now_ms = int(time.time() * 1000)
+        day_ms = 86_400_000
+        bodies = [{**request_body(0, hotel=new), "event_time": now_ms - 2 * day_ms},  # its first request
+                  {**request_body(1, hotel=new), "event_time": now_ms - 2 * day_ms + 3_600_000},  # 1 h later
+                  {**request_body(2, hotel=new), "event_time": now_ms},  # 2 days of history
+                  {**request_body(3, hotel=old), "event_time": now_ms}]
+        with httpx.Client(base_url=server.url, timeout=30.0) as client:
+            answers = [client.post("/v1/price", json=b) for b in bodies]
+            batch = client.post("/v1/price:batch", json=[{**request_body(4, hotel=new), "event_time": now_ms},
+                                                          {**request_body(5, hotel=old), "event_time": now_ms}])
+        assert [a.status_code for a in answers] == [200] * 4 and batch.status_code == 200
+        first, hour, transfer, traded = (a.json() for a in answers)
+        for rules in (first, hour):  # day one: rules, planned (not a degradation), inside the rules' bounds
+            assert (rules["tier"], rules["rule_ids"][-1], rules["degraded"]) == ("rules", "cold_start:rules", False)
+            assert rules["model_version"] is None and 0.0 < rules["price"] < 10_000.0
+        assert transfer["tier"] in ("light", "heavy") and transfer["rule_ids"][-1] == "cold_start:transfer"
+        assert transfer["model_version"] is not None
+        # a hotel with behaviour in the feature store before its first request is mature: the model, as before
+        assert traded["tier"] in ("light", "heavy") and traded["rule_ids"][-1] == "cold_start:own"
+        assert traded["feature_version"] == 1 and not traded["degraded"]
+        assert [d["rule_ids"][-1] for d in batch.json()] == ["cold_start:transfer", "cold_start:own"]
+        published = {d["request_id"]: d for d in read_topic(env, "pricing.decisions", expect=6)}
+        assert published[first["request_id"]]["rule_ids"][-1] == "cold_start:rules"  # recorded downstream too
+        wide = {**env, "COLUMNS": "250"}  # one line per row: the first sight is not wrapped
+        shown = run_cli(wide, "cold-start", "history", "--hotel", new)
+        first_seen = datetime.fromtimestamp((now_ms - 2 * day_ms) / 1000, tz=UTC).isoformat()
+        assert shown.returncode == 0 and first_seen[:19] in shown.stdout, shown.stdout + shown.stderr
+        assert "mature" in run_cli(wide, "cold-start", "history", "--hotel", old).stdout
+    finally:
+        server.terminate()

@@ -1,0 +1,276 @@
+"""Cold start in the deployed service: each hotel priced in its stage, the stage recorded on the decision.
+
+:class:`StagedScorer` is the service's :class:`~pricing.scorer.Scorer` with the stage rule of
+:mod:`pricing.cold_start` in front of it. A hotel's stage comes from its history in a
+:class:`HistoryStore` (Redis in the service, :class:`RedisHistoryStore`, shared by every
+replica and kept across restarts):
+
+* the first time the platform prices a hotel, the store records when, or that it is ``mature``
+  when the feature store already holds behaviour of it (:data:`HISTORY_FEATURES`): a hotel that
+  traded before the service first priced it (a fleet at deploy time) is not a new hotel;
+* ``rules`` while its history is shorter than ``transfer_after_days``: the rules tier prices it
+  (the same rules file, no model), with no degradation flagged: it is the plan, not a fault;
+* ``transfer`` after that, ``own`` once it has ``own_after_labels`` labels with
+  ``own_after_bookings`` bookings (counters in the same store, :meth:`HistoryStore.add_labels`):
+  the registry's models price it. The service serves one pooled pair, which the trainer keeps
+  training on every hotel's labels, the new one's included; a per-hotel refit
+  (``pricestream cold-start refit``) is not loaded by the service.
+
+Every decision of a staged hotel ends its ``rule_ids`` with ``cold_start:<stage>`` (the tier
+says which tier priced it). While a new hotel's history is shorter than a window its window
+counts are read at full length (:class:`~pricing.cold_start.PartialWindows`, over the history's
+``first_seen``, at the time of the request being priced).
+
+Example:
+    >>> from datetime import UTC, date, datetime, timedelta
+    >>> from events.models import PricingRequest
+    >>> from pricing.cold_start import ColdStartConfig
+    >>> from pricing.feature_source import MemoryFeatureSource
+    >>> from pricing.rules import RuleSet
+    >>> from pricing.scorer import ScorerConfig
+    >>> from routing.router import TieredRouter
+    >>> src = MemoryFeatureSource()
+    >>> src.put("h-old", "std", date(2026, 5, 20), {"searches_7d": 40.0})
+    >>> store = MemoryHistoryStore()
+    >>> s = StagedScorer(ScorerConfig(stale_after_s=None), rules=RuleSet.from_yaml("min_price: 50\\nmax_price: 500\\n"),
+    ...                  feature_source=src, light=None, heavy=None, router=TieredRouter(),
+    ...                  history=store, cold_start=ColdStartConfig())
+    >>> t0 = datetime(2026, 5, 1, tzinfo=UTC)
+    >>> d = s.price(PricingRequest(hotel_id="h-new", room_type="std", stay_date=date(2026, 5, 20), event_time=t0))
+    >>> d.tier, d.rule_ids[-1], d.degraded
+    ('rules', 'cold_start:rules', False)
+    >>> s.price(PricingRequest(hotel_id="h-old", room_type="std", stay_date=date(2026, 5, 20),
+    ...                        event_time=t0)).rule_ids[-1]
+    'cold_start:own'
+    >>> s.stage("h-new", t0 + timedelta(days=2))
+    ('transfer', 'transfer: 2.0 days of history >= 1.0; 0 labels < 300 or 0 bookings < 10')
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from events.models import PricingDecision, PricingRequest
+from pricing import degraded as dg
+from pricing.cold_start import RULE_PREFIX, ColdStartConfig, HotelHistory, PartialWindows, Stage, stage_of
+from pricing.feature_source import FeatureSource
+from pricing.metrics import ScorerMetrics
+from pricing.scorer import Scorer, Trail
+from routing.router import TieredRouter
+
+HISTORY_FEATURES = ("searches_7d", "views_7d", "bookings_14d", "hotel_searches_24h", "hotel_views_24h",
+                    "hotel_bookings_24h")
+"""Behaviour counts that show a hotel traded before its first request: any above 0 makes it mature."""
+COUNTS_TTL_S = 30.0
+"""Seconds a hotel's label counts are cached: they move by the label service's pace, not per request."""
+MATURE = "mature"
+
+
+class HistoryStore(Protocol):
+    """Where the service keeps each hotel's first request and its label counts."""
+
+    def first_seen(self, hotel_id: str, at: datetime, *, mature: Callable[[], bool]) -> datetime | None:
+        """The recorded first sight (``None``: mature); with none yet, record ``at``, or mature if ``mature()``."""
+        ...
+
+    def counts(self, hotel_id: str) -> tuple[int, int]:
+        """``(labels, bookings)`` of the hotel so far."""
+        ...
+
+    def add_labels(self, hotel_id: str, *, labels: int, bookings: int) -> tuple[int, int]:
+        """Add to the hotel's counts; the new ``(labels, bookings)``."""
+        ...
+
+
+class MemoryHistoryStore:
+    """A dict-backed :class:`HistoryStore` (tests, in-process simulations)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, datetime | None] = {}
+        self._counts: dict[str, tuple[int, int]] = {}
+        self._lock = threading.Lock()
+
+    def first_seen(self, hotel_id: str, at: datetime, *, mature: Callable[[], bool]) -> datetime | None:
+        with self._lock:
+            if hotel_id not in self._seen:
+                self._seen[hotel_id] = None if mature() else at
+            return self._seen[hotel_id]
+
+    def counts(self, hotel_id: str) -> tuple[int, int]:
+        return self._counts.get(hotel_id, (0, 0))
+
+    def add_labels(self, hotel_id: str, *, labels: int, bookings: int) -> tuple[int, int]:
+        with self._lock:
+            old = self._counts.get(hotel_id, (0, 0))
+            self._counts[hotel_id] = (old[0] + labels, old[1] + bookings)
+            return self._counts[hotel_id]
+
+
+class RedisHashes(Protocol):
+    """The Redis commands :class:`RedisHistoryStore` uses (a ``redis.Redis`` or ``RedisCluster``)."""
+
+    def hsetnx(self, name: str, key: str, value: str) -> Any: ...
+    def hget(self, name: str, key: str) -> Any: ...
+    def hmget(self, name: str, keys: list[str]) -> Any: ...
+    def hincrby(self, name: str, key: str, amount: int) -> Any: ...
+
+
+class RedisHistoryStore:
+    """A :class:`HistoryStore` in one Redis hash per hotel, ``<prefix>{<hotel>}`` (one slot in a cluster).
+
+    Fields: ``first_seen`` (ISO-8601, or ``mature``), ``labels``, ``bookings``. The first sight is
+    written with ``HSETNX``: replicas racing on a new hotel's first requests agree on one time.
+    """
+
+    def __init__(self, client: RedisHashes, *, prefix: str = "pricestream:cold_start:") -> None:
+        self.client, self.prefix = client, prefix
+
+    def _key(self, hotel_id: str) -> str:
+        return f"{self.prefix}{{{hotel_id}}}"
+
+    def first_seen(self, hotel_id: str, at: datetime, *, mature: Callable[[], bool]) -> datetime | None:
+        key = self._key(hotel_id)
+        raw = self.client.hget(key, "first_seen")
+        if raw is None:
+            self.client.hsetnx(key, "first_seen", MATURE if mature() else at.isoformat())
+            raw = self.client.hget(key, "first_seen")
+        return _parse_seen(raw)
+
+    def recorded(self, hotel_id: str) -> str | None:
+        """The recorded first sight as stored (ISO-8601 or ``mature``), ``None`` if never priced."""
+        raw = self.client.hget(self._key(hotel_id), "first_seen")
+        return None if raw is None else (raw.decode() if isinstance(raw, bytes) else str(raw))
+
+    def counts(self, hotel_id: str) -> tuple[int, int]:
+        labels, bookings = self.client.hmget(self._key(hotel_id), ["labels", "bookings"])
+        return int(labels or 0), int(bookings or 0)
+
+    def add_labels(self, hotel_id: str, *, labels: int, bookings: int) -> tuple[int, int]:
+        key = self._key(hotel_id)
+        return int(self.client.hincrby(key, "labels", labels)), int(self.client.hincrby(key, "bookings", bookings))
+
+
+def _parse_seen(raw: Any) -> datetime | None:
+    text = raw.decode() if isinstance(raw, bytes) else str(raw)
+    return None if text == MATURE else datetime.fromisoformat(text)
+
+
+_PRICING_AT: contextvars.ContextVar[datetime | None] = contextvars.ContextVar("pricing_at", default=None)
+"""The time of the request being priced in this thread (the clock of :class:`PartialWindows`)."""
+
+
+class StagedScorer(Scorer):
+    """The service's scorer with the cold-start stage rule in front (see the module docstring).
+
+    Args: those of :class:`~pricing.scorer.Scorer`, and
+        history: the hotels' first sights and label counts.
+        cold_start: the thresholds (settings ``PRICESTREAM_COLD_START_*``).
+        partial_windows: read a new hotel's window counts at full length (:class:`PartialWindows`).
+    """
+
+    def __init__(self, *args: Any, history: HistoryStore, cold_start: ColdStartConfig,
+                 partial_windows: bool = True, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.history, self.cold_start = history, cold_start
+        self._first: dict[str, datetime | None] = {}
+        self._counts: dict[str, tuple[float, tuple[int, int]]] = {}
+        self.raw_source: FeatureSource = self.feature_source
+        if partial_windows:
+            self.feature_source = PartialWindows(self.raw_source, first_seen=self._first.get,
+                                                 clock=_PRICING_AT.get)
+        # stage one: the same rules and features, no model; its own metrics (its "no light model" is the plan)
+        self._rules = Scorer(self.config, rules=self.rules, feature_source=self.feature_source, light=None,
+                             heavy=None, router=TieredRouter(), stats=ScorerMetrics())
+
+    def stage(self, hotel_id: str, at: datetime, *, request: PricingRequest | None = None) -> tuple[Stage, str]:
+        """The stage of ``hotel_id`` at ``at`` and why.
+
+        A hotel the store has not seen is recorded now: mature if the feature store holds behaviour of
+        it at ``request``'s key (new without a request). If the store cannot be read the hotel is priced
+        as before cold start (stage ``own``), and asked again on its next request.
+        """
+        try:
+            first = self._first_seen(hotel_id, at, request)
+        except Exception as exc:  # noqa: BLE001 - a valid request is always priced; the scorer degrades on its own
+            return "own", f"own: the hotel history store failed ({type(exc).__name__}), priced as before cold start"
+        if first is None:
+            return "own", "own: a mature hotel, with behaviour in the feature store before its first request"
+        if (at - first).total_seconds() < self.cold_start.transfer_after_days * 86_400.0:
+            return stage_of(HotelHistory(first, 0, 0), at, self.cold_start)
+        labels, bookings = self._label_counts(hotel_id)
+        return stage_of(HotelHistory(first, labels, bookings), at, self.cold_start)
+
+    def price_traced(self, request: PricingRequest, *,
+                     deadline_ms: float | None = None) -> tuple[PricingDecision, Trail]:
+        token = _PRICING_AT.set(request.event_time)
+        try:
+            stage, _ = self.stage(request.hotel_id, request.event_time, request=request)
+            if stage == "rules":
+                return self._rules_stage(request, deadline_ms)
+            decision, trail = super().price_traced(request, deadline_ms=deadline_ms)
+            return _stamped(decision, stage), trail
+        finally:
+            _PRICING_AT.reset(token)
+
+    def price_batch_traced(self, requests: Sequence[PricingRequest], *,
+                           deadline_ms: float | None = None) -> list[tuple[PricingDecision, Trail]]:
+        if not requests:
+            return []
+        stages = [self.stage(r.hotel_id, r.event_time, request=r)[0] for r in requests]
+        modelled = [r for r, st in zip(requests, stages, strict=True) if st != "rules"]
+        token = _PRICING_AT.set(max(r.event_time for r in requests))
+        try:
+            batch = iter(super().price_batch_traced(modelled, deadline_ms=deadline_ms) if modelled else [])
+        finally:
+            _PRICING_AT.reset(token)
+        out = []
+        for request, stage in zip(requests, stages, strict=True):
+            if stage == "rules":
+                out.append(self.price_traced(request, deadline_ms=deadline_ms))
+            else:
+                decision, trail = next(batch)
+                out.append((_stamped(decision, stage), trail))
+        return out
+
+    def _rules_stage(self, request: PricingRequest, deadline_ms: float | None) -> tuple[PricingDecision, Trail]:
+        decision, trail = self._rules.price_traced(request, deadline_ms=deadline_ms)
+        if decision.degraded_reason is not None and decision.degraded_reason.startswith(dg.NO_LIGHT_MODEL):
+            decision = decision.model_copy(update={"degraded": False, "degraded_reason": None})
+        code = None if decision.degraded_reason is None else decision.degraded_reason.split(":", 1)[0]
+        self.stats.decision(decision.tier, degraded_reason=code, latency_s=decision.latency_ms / 1000.0)
+        return _stamped(decision, "rules"), trail
+
+    def _first_seen(self, hotel_id: str, at: datetime, request: PricingRequest | None) -> datetime | None:
+        if hotel_id in self._first:
+            return self._first[hotel_id]
+
+        def mature() -> bool:
+            if request is None:
+                return False
+            return traded(self.raw_source.read(request.hotel_id, request.room_type, request.stay_date).values)
+
+        first = self.history.first_seen(hotel_id, at, mature=mature)
+        self._first[hotel_id] = first
+        return first
+
+    def _label_counts(self, hotel_id: str) -> tuple[int, int]:
+        now = time.monotonic()
+        cached = self._counts.get(hotel_id)
+        if cached is None or now - cached[0] > COUNTS_TTL_S:
+            cached = (now, self.history.counts(hotel_id))
+            self._counts[hotel_id] = cached
+        return cached[1]
+
+
+def traded(values: Mapping[str, float | None]) -> bool:
+    """Whether feature ``values`` show behaviour of the hotel (any of :data:`HISTORY_FEATURES` above 0)."""
+    return any((values.get(name) or 0.0) > 0.0 for name in HISTORY_FEATURES)
+
+
+def _stamped(decision: PricingDecision, stage: Stage) -> PricingDecision:
+    return decision.model_copy(update={"rule_ids": (*decision.rule_ids, RULE_PREFIX + stage)})
