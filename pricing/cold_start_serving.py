@@ -30,7 +30,7 @@ Example:
     >>> from pricing.scorer import ScorerConfig
     >>> from routing.router import TieredRouter
     >>> src = MemoryFeatureSource()
-    >>> src.put("h-old", "std", date(2026, 5, 20), {"searches_7d": 40.0})
+    >>> src.put("h-old", "std", date(2026, 5, 20), {"views_7d": 40.0})
     >>> store = MemoryHistoryStore()
     >>> s = StagedScorer(ScorerConfig(stale_after_s=None), rules=RuleSet.from_yaml("min_price: 50\\nmax_price: 500\\n"),
     ...                  feature_source=src, light=None, heavy=None, router=TieredRouter(),
@@ -63,9 +63,10 @@ from pricing.metrics import ScorerMetrics
 from pricing.scorer import Scorer, Trail
 from routing.router import TieredRouter
 
-HISTORY_FEATURES = ("searches_7d", "views_7d", "bookings_14d", "hotel_searches_24h", "hotel_views_24h",
-                    "hotel_bookings_24h")
-"""Behaviour counts that show a hotel traded before its first request: any above 0 makes it mature."""
+HISTORY_FEATURES = ("views_7d", "bookings_14d", "hotel_views_24h", "hotel_bookings_24h")
+"""Behaviour counts that show a hotel traded before its first request: any above 0 makes it mature. Views
+and bookings need a price shown before; searches do not (a new hotel's first shoppers search as it asks for
+its first price), so they are not among them."""
 COUNTS_TTL_S = 30.0
 """Seconds a hotel's label counts are cached: they move by the label service's pace, not per request."""
 MATURE = "mature"
@@ -171,12 +172,13 @@ class StagedScorer(Scorer):
         history: the hotels' first sights and label counts.
         cold_start: the thresholds (settings ``PRICESTREAM_COLD_START_*``).
         partial_windows: read a new hotel's window counts at full length (:class:`PartialWindows`).
+        counts_ttl_s: seconds a hotel's label counts are cached (:data:`COUNTS_TTL_S`).
     """
 
     def __init__(self, *args: Any, history: HistoryStore, cold_start: ColdStartConfig,
-                 partial_windows: bool = True, **kwargs: Any) -> None:
+                 partial_windows: bool = True, counts_ttl_s: float = COUNTS_TTL_S, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.history, self.cold_start = history, cold_start
+        self.history, self.cold_start, self.counts_ttl_s = history, cold_start, counts_ttl_s
         self._first: dict[str, datetime | None] = {}
         self._counts: dict[str, tuple[float, tuple[int, int]]] = {}
         self.raw_source: FeatureSource = self.feature_source
@@ -261,7 +263,7 @@ class StagedScorer(Scorer):
     def _label_counts(self, hotel_id: str) -> tuple[int, int]:
         now = time.monotonic()
         cached = self._counts.get(hotel_id)
-        if cached is None or now - cached[0] > COUNTS_TTL_S:
+        if cached is None or now - cached[0] >= self.counts_ttl_s:
             cached = (now, self.history.counts(hotel_id))
             self._counts[hotel_id] = cached
         return cached[1]

@@ -158,7 +158,7 @@ def _traded_hotel_rows(env: dict[str, str], hotel: str, stay: str) -> None:
     from pricing.synthetic import training_frame
 
     values = training_frame(1, seed=9).iloc[0]
-    values["searches_7d"] = 40.0  # behaviour before its first request: a hotel that traded
+    values["views_7d"] = 40.0  # behaviour before its first request: a hotel that traded
     at_ms = int(time.time() * 1000) - 60_000
     rows = []
     for view, (keys, names) in VIEWS.items():

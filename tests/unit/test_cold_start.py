@@ -220,3 +220,56 @@ def test_partial_windows_read_a_new_hotels_counts_at_full_length_until_its_histo
     assert week["searches_7d"] == 14.0 and week["views_24h"] == 6.0 and week["bookings_14d"] == 4.0
     now[0] = NOW + timedelta(days=14)
     assert read.read("h-new", "std", night).values == values
+
+
+# Cold start in the service (pricing.cold_start_serving): the stage rule in front of the service's scorer.
+
+from pricing.cold_start_serving import MemoryHistoryStore, StagedScorer  # noqa: E402
+
+
+class _BrokenStore(MemoryHistoryStore):
+    def first_seen(self, hotel_id: str, at: datetime, *, mature: object) -> datetime | None:
+        raise ConnectionError("redis down")
+
+
+def _staged(tmp_path: object, source: MemoryFeatureSource, store: MemoryHistoryStore) -> StagedScorer:
+    pooled = train_bundle(_frame(np.random.default_rng(1), 1500, wtp=220.0), f"{tmp_path}/pooled", tier="light",
+                          config=DemandModelConfig(num_trees=20))
+    return StagedScorer(ScorerConfig(stale_after_s=None), rules=RuleSet.from_yaml(RULES), feature_source=source,
+                        light=load_pricer(pooled.path), heavy=None, router=TieredRouter(), history=store,
+                        cold_start=STAGE_CFG, counts_ttl_s=0.0)
+
+
+def test_the_served_scorer_moves_a_new_hotel_through_its_stages_and_leaves_a_traded_one_alone(
+    tmp_path: object,
+) -> None:
+    source, store = MemoryFeatureSource(), MemoryHistoryStore()
+    stay = NOW.date() + timedelta(days=30)
+    source.put("h-old", "std", stay, {"searches_7d": 40.0, "views_7d": 12.0})
+    source.put("h-new", "std", stay, {"searches_7d": 10.0, "bookings_prev_7d": 2.0})
+    staged = _staged(tmp_path, source, store)
+    first = staged.price(_request(NOW))
+    assert (first.tier, first.rule_ids[-1], first.degraded) == ("rules", "cold_start:rules", False)
+    assert abs(first.price - 150.0) < 1e-6  # the rules' default base rate, no model
+    at = NOW + timedelta(days=2)
+    second = staged.price(_request(at, days_out=28))  # the same stay night
+    assert second.tier == "light" and second.rule_ids[-1] == "cold_start:transfer"
+    assert second.features["searches_7d"] == 35.0  # 2 days of a 7-day window, read at full length
+    assert second.features["bookings_prev_7d"] is None  # the week before last: not seen yet
+    store.add_labels("h-new", labels=300, bookings=19)
+    assert staged.price(_request(at)).rule_ids[-1] == "cold_start:transfer"  # one booking short
+    store.add_labels("h-new", labels=0, bookings=1)
+    assert staged.price(_request(at)).rule_ids[-1] == "cold_start:own"
+    old = staged.price(_request(NOW).model_copy(update={"hotel_id": "h-old"}))
+    assert old.tier == "light" and old.rule_ids[-1] == "cold_start:own"  # traded before: mature, the model
+    assert old.features["searches_7d"] == 40.0  # a mature hotel's windows are read as they are
+    batch = staged.price_batch([_request(NOW).model_copy(update={"hotel_id": "h-third"}), _request(at)])
+    assert [(d.hotel_id, d.tier, d.rule_ids[-1]) for d in batch] == [
+        ("h-third", "rules", "cold_start:rules"), ("h-new", "light", "cold_start:own")]
+
+
+def test_the_served_scorer_prices_as_before_when_the_history_store_fails(tmp_path: object) -> None:
+    staged = _staged(tmp_path, MemoryFeatureSource(), _BrokenStore())
+    decision = staged.price(_request(NOW))
+    assert decision.tier == "light" and decision.rule_ids[-1] == "cold_start:own"
+    assert 60.0 <= decision.price <= 500.0
