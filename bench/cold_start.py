@@ -362,7 +362,8 @@ def plot(summaries: dict[str, Summary], path: Path) -> None:
         ax.plot(x, sm.share["transfer_only"], ":", label="new hotel, transfer only")
         ax.plot(x, sm.share["static"], "-", color="grey", lw=0.8, label="new hotel, static")
         ax.axhline(sm.mature_share, color="k", lw=1, label="mature hotels (pooled)")
-        ax.plot(x, sm.mature_trailing, "-", color="k", lw=0.6, alpha=0.6, label=f"mature hotels ({TRAIL_DAYS}-day trailing)")
+        ax.plot(x, sm.mature_trailing, "-", color="k", lw=0.6, alpha=0.6,
+                label=f"mature hotels ({TRAIL_DAYS}-day trailing)")
         ax.axhline(TARGET * sm.mature_share, color="k", lw=0.8, ls="--", label="95% of mature")
         ax.set_title(f"{name}: share of the DP oracle by day (shaded: rules / transfer / own)", fontsize=9)
         ax.set_xlabel("day since the new hotel joined")

@@ -229,7 +229,8 @@ from pricing.cold_start_serving import MemoryHistoryStore, StagedScorer  # noqa:
 
 class _BrokenStore(MemoryHistoryStore):
     def first_seen(self, hotel_id: str, at: datetime, *, mature: object) -> datetime | None:
-        raise ConnectionError("redis down")
+        msg = "redis down"
+        raise ConnectionError(msg)
 
 
 def _staged(tmp_path: object, source: MemoryFeatureSource, store: MemoryHistoryStore) -> StagedScorer:
