@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import shutil
 import subprocess
 import tempfile
@@ -95,6 +96,8 @@ def build_udf(config: StackConfig) -> Path:
     classpath = ":".join(str(p) for p in [*provided, *packed])
     javac, jar_tool = require("javac", "a JDK 17 (javac)"), require("jar", "a JDK 17 (jar)")
     jar.parent.mkdir(parents=True, exist_ok=True)
+    # Written beside the jar and renamed over it: a running job keeps reading the jar it opened.
+    building = jar.with_name(f".{jar.name}.{os.getpid()}")
     with tempfile.TemporaryDirectory() as classes:
         for dependency in packed:
             _unpack(dependency, Path(classes))
@@ -104,12 +107,13 @@ def build_udf(config: StackConfig) -> Path:
             shutil.copyfile(resource, target)
         for argv in (
             [javac, "-nowarn", "--release", _JAVA_RELEASE, "-cp", classpath, "-d", classes, *map(str, sources)],
-            [jar_tool, "cf", str(jar), "-C", classes, "."],
+            [jar_tool, "cf", str(building), "-C", classes, "."],
         ):
             done = subprocess.run(argv, capture_output=True, text=True, check=False)  # noqa: S603
             if done.returncode != 0:
                 msg = f"{argv[0]} failed building {jar.name}: {(done.stdout + done.stderr)[-2000:]}"
                 raise ResolveError(msg)
+    os.replace(building, jar)
     marker.write_text(digest)
     return jar
 

@@ -9,6 +9,7 @@ import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.base.StringSerializer;
 import org.apache.flink.core.memory.DataInputView;
+import org.apache.flink.core.memory.DataOutputSerializer;
 import org.apache.flink.core.memory.DataOutputView;
 
 /**
@@ -29,6 +30,14 @@ public final class EntityStateSerializer extends TypeSerializer<TileAggregator.E
     private static final long serialVersionUID = 1L;
     static final EntityStateSerializer INSTANCE = new EntityStateSerializer();
 
+    /**
+     * An entity is written here first, then to the checkpoint stream in one call: field by field
+     * into the stream cost a call per long (a profile put 7% of the job in {@code DataOutputStream}).
+     * One per thread: two tasks' snapshots may run at once.
+     */
+    private static final ThreadLocal<DataOutputSerializer> BUFFER =
+        ThreadLocal.withInitial(() -> new DataOutputSerializer(4096));
+
     @Override
     public boolean isImmutableType() {
         return false;
@@ -36,7 +45,7 @@ public final class EntityStateSerializer extends TypeSerializer<TileAggregator.E
 
     @Override
     public TypeSerializer<TileAggregator.EntityState> duplicate() {
-        return this;  // stateless
+        return this;  // stateless (the write buffer is per thread)
     }
 
     @Override
@@ -57,8 +66,10 @@ public final class EntityStateSerializer extends TypeSerializer<TileAggregator.E
         if (from.tiles != null) {
             out.starts = new long[from.starts.length][];
             out.tiles = new TileAggregator.Tile[from.tiles.length][];
+            out.occupied = new long[from.tiles.length][];
             for (int v = 0; v < from.tiles.length; v++) {
                 out.starts[v] = from.starts[v].clone();
+                out.occupied[v] = from.occupied[v].clone();
                 TileAggregator.Tile[] ring = new TileAggregator.Tile[from.tiles[v].length];
                 for (int slot = 0; slot < ring.length; slot++) {
                     TileAggregator.Tile tile = from.tiles[v][slot];
@@ -93,7 +104,14 @@ public final class EntityStateSerializer extends TypeSerializer<TileAggregator.E
     }
 
     @Override
-    public void serialize(TileAggregator.EntityState st, DataOutputView out) throws IOException {
+    public void serialize(TileAggregator.EntityState st, DataOutputView target) throws IOException {
+        DataOutputSerializer buffer = BUFFER.get();
+        buffer.clear();
+        write(st, buffer);
+        target.write(buffer.getSharedBuffer(), 0, buffer.length());
+    }
+
+    private static void write(TileAggregator.EntityState st, DataOutputView out) throws IOException {
         out.writeInt(st.keys.length);
         for (String key : st.keys) {
             StringSerializer.INSTANCE.serialize(key, out);
@@ -162,10 +180,12 @@ public final class EntityStateSerializer extends TypeSerializer<TileAggregator.E
         int views = in.readInt();
         st.starts = new long[views][];
         st.tiles = new TileAggregator.Tile[views][];
+        st.occupied = new long[views][];
         for (int v = 0; v < views; v++) {
             int slots = in.readInt();
             st.starts[v] = new long[slots];
             st.tiles[v] = new TileAggregator.Tile[slots];
+            st.occupied[v] = new long[TileAggregator.words(slots)];
             int occupied = in.readInt();
             for (int t = 0; t < occupied; t++) {
                 int slot = in.readInt();
@@ -184,6 +204,7 @@ public final class EntityStateSerializer extends TypeSerializer<TileAggregator.E
                     }
                 }
                 st.tiles[v][slot] = tile;
+                st.occupied[v][slot >>> 6] |= 1L << (slot & 63);
             }
         }
         return st;

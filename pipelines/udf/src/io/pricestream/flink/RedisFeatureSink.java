@@ -128,6 +128,12 @@ public final class RedisFeatureSink implements Sink<Row> {
                 JsonNode v = e.getValue();
                 ViewLayout layout = new ViewLayout();
                 layout.prefix = b64.decode(v.get("prefix").asText());
+                for (ViewLayout other : s.views.values()) {
+                    if (java.util.Arrays.equals(other.prefix, layout.prefix)) {
+                        layout.prefix = other.prefix;  // one array per entity kind: rows are grouped by identity
+                        break;
+                    }
+                }
                 layout.keyCount = v.get("key_count").asInt();
                 layout.stringTag = b64.decode(v.get("string_tag").asText());
                 layout.versionField = b64.decode(v.get("version_field").asText());
@@ -157,22 +163,59 @@ public final class RedisFeatureSink implements Sink<Row> {
         final List<byte[]> fields = new ArrayList<>();
     }
 
-    /** A row waiting for the next round trip: the newest of its (entity, view). */
+    /** A view's row waiting for the next round trip. */
     private static final class Pending {
-        final byte[] key;
         final ViewLayout layout;
         final long version;
         final long featureTime;
         final long publish;
         final byte[][] values;
 
-        Pending(byte[] key, ViewLayout layout, long version, long featureTime, long publish, byte[][] values) {
-            this.key = key;
+        Pending(ViewLayout layout, long version, long featureTime, long publish, byte[][] values) {
             this.layout = layout;
             this.version = version;
             this.featureTime = featureTime;
             this.publish = publish;
             this.values = values;
+        }
+    }
+
+    /**
+     * The rows of one entity hash that arrived one after another (the tile operator emits an entity's
+     * views together): one key and one script step for all of them, the newest row per view.
+     */
+    private static final class Group {
+        final byte[] key;
+        final byte[] prefix;
+        final String hotel;
+        final String room;
+        final String stay;
+        final ArrayList<Pending> rows = new ArrayList<>(5);
+
+        Group(byte[] key, byte[] prefix, String hotel, String room, String stay) {
+            this.key = key;
+            this.prefix = prefix;
+            this.hotel = hotel;
+            this.room = room;
+            this.stay = stay;
+        }
+
+        boolean holds(byte[] prefix, String hotel, String room, String stay) {
+            return this.prefix == prefix && this.hotel.equals(hotel) && this.room.equals(room) && this.stay.equals(stay);
+        }
+
+        /** Adds {@code row}, or keeps the newer of it and the held row of its view; whether the group grew. */
+        boolean add(Pending row) {
+            for (int i = 0; i < rows.size(); i++) {
+                if (rows.get(i).layout == row.layout) {
+                    if (row.version > rows.get(i).version) {
+                        rows.set(i, row);
+                    }
+                    return false;
+                }
+            }
+            rows.add(row);
+            return true;
         }
     }
 
@@ -182,7 +225,8 @@ public final class RedisFeatureSink implements Sink<Row> {
 
         private final Spec spec;
         private final ProcessingTimeService time;
-        private final LinkedHashMap<String, Pending> pending = new LinkedHashMap<>();
+        private final ArrayList<Group> pending = new ArrayList<>();
+        private int pendingRows;
         private final long[] lagCounts;
         private final Counter written;
         private final Counter stale;
@@ -269,12 +313,6 @@ public final class RedisFeatureSink implements Sink<Row> {
             String room = layout.keyCount == 1 || roomField == null ? "" : (String) roomField;
             String stay = layout.keyCount == 1 || stayField == null ? "" : (String) stayField;
             long version = ((Number) row.getField(5)).longValue();
-            String id = layout.keyCount == 1 ? view + '\0' + hotel : view + '\0' + hotel + '\0' + room + '\0' + stay;
-            Pending held = pending.get(id);
-            if (held != null && held.version >= version) {
-                return;
-            }
-            byte[] key = held != null ? held.key : entityKey(layout, hotel, room, stay);
             byte[][] values = new byte[layout.names.size()][];
             java.util.Arrays.fill(values, EMPTY);
             double[] xs = (double[]) row.getField(7);  // the view's features in catalogue order, NaN for none
@@ -284,9 +322,17 @@ public final class RedisFeatureSink implements Sink<Row> {
                 }
             }
             Object published = row.getField(6);
-            pending.put(id, new Pending(key, layout, version, ((Number) row.getField(4)).longValue(),
-                                        published == null ? -1L : ((Number) published).longValue(), values));
-            if (pending.size() >= spec.batchRows) {
+            Pending held = new Pending(layout, version, ((Number) row.getField(4)).longValue(),
+                                       published == null ? -1L : ((Number) published).longValue(), values);
+            Group last = pending.isEmpty() ? null : pending.get(pending.size() - 1);
+            if (last == null || !last.holds(layout.prefix, hotel, room, stay)) {
+                last = new Group(entityKey(layout, hotel, room, stay), layout.prefix, hotel, room, stay);
+                pending.add(last);
+            }
+            if (last.add(held)) {
+                pendingRows++;
+            }
+            if (pendingRows >= spec.batchRows) {
                 send();
             }
         }
@@ -316,7 +362,14 @@ public final class RedisFeatureSink implements Sink<Row> {
 
         /** A {@code feast.types.Value} with {@code double_val} (field 5, 64-bit). */
         private static byte[] encodeDouble(double x) {
-            return ByteBuffer.allocate(9).order(ByteOrder.LITTLE_ENDIAN).put((byte) 0x29).putDouble(x).array();
+            long bits = Double.doubleToRawLongBits(x);
+            byte[] out = new byte[9];
+            out[0] = 0x29;
+            for (int i = 1; i < 9; i++) {
+                out[i] = (byte) bits;  // little-endian
+                bits >>>= 8;
+            }
+            return out;
         }
 
         /** A {@code google.protobuf.Timestamp}: seconds (field 1) and nanos (field 2) as varints, zeros omitted. */
@@ -351,8 +404,9 @@ public final class RedisFeatureSink implements Sink<Row> {
             if (pending.isEmpty()) {
                 return;
             }
-            List<Pending> rows = new ArrayList<>(pending.values());
+            List<Group> rows = new ArrayList<>(pending);
             pending.clear();
+            pendingRows = 0;
             long deadline = System.currentTimeMillis() + spec.retryMs;
             long backoff = 50;
             while (true) {
@@ -363,10 +417,10 @@ public final class RedisFeatureSink implements Sink<Row> {
                     closeQuietly();
                     if (System.currentTimeMillis() > deadline) {
                         throw new IOException("redis sink: " + spec.host + ":" + spec.port + " refused or failed "
-                            + rows.size() + " rows for " + spec.retryMs + " ms: " + e.getMessage(), e);
+                            + rows.size() + " entities' rows for " + spec.retryMs + " ms: " + e.getMessage(), e);
                     }
-                    LOG.warn("redis sink: {} rows not written ({}), retrying in {} ms", rows.size(), e.getMessage(),
-                             backoff);
+                    LOG.warn("redis sink: {} entities' rows not written ({}), retrying in {} ms", rows.size(),
+                             e.getMessage(), backoff);
                     try {
                         Thread.sleep(backoff);
                     } catch (InterruptedException ie) {
@@ -413,57 +467,89 @@ public final class RedisFeatureSink implements Sink<Row> {
             }
         }
 
-        /** The rows' script calls: runs of {@code rows_per_call}; on a cluster, of one hash slot each. */
-        private List<List<Pending>> chunks(List<Pending> rows) {
-            List<List<Pending>> out = new ArrayList<>();
+        /** The script calls: runs of entities of about {@code rows_per_call} rows; on a cluster, of one hash slot each. */
+        private List<List<Group>> chunks(List<Group> groups) {
+            List<List<Group>> out = new ArrayList<>();
             if (cluster == null) {
-                for (int start = 0; start < rows.size(); start += spec.rowsPerCall) {
-                    out.add(rows.subList(start, Math.min(rows.size(), start + spec.rowsPerCall)));
-                }
+                cut(groups, out);
                 return out;
             }
-            Map<Integer, List<Pending>> bySlot = new LinkedHashMap<>();
-            for (Pending p : rows) {
-                bySlot.computeIfAbsent(JedisClusterCRC16.getSlot(p.key), k -> new ArrayList<>()).add(p);
+            Map<Integer, List<Group>> bySlot = new LinkedHashMap<>();
+            for (Group g : groups) {
+                bySlot.computeIfAbsent(JedisClusterCRC16.getSlot(g.key), k -> new ArrayList<>()).add(g);
             }
-            for (List<Pending> slot : bySlot.values()) {
-                for (int start = 0; start < slot.size(); start += spec.rowsPerCall) {
-                    out.add(slot.subList(start, Math.min(slot.size(), start + spec.rowsPerCall)));
-                }
+            for (List<Group> slot : bySlot.values()) {
+                cut(slot, out);
             }
             return out;
         }
 
-        private static List<byte[]> scriptArgs(List<Pending> chunk) {
-            List<byte[]> args = new ArrayList<>();
-            for (Pending p : chunk) {
-                args.add(Integer.toString(p.values.length + 1).getBytes(StandardCharsets.US_ASCII));
-                args.add(p.layout.versionField);
-                args.add(Long.toString(p.version).getBytes(StandardCharsets.US_ASCII));
-                args.add(p.layout.tsField);
-                args.add(encodeTimestamp(p.featureTime));
-                for (int i = 0; i < p.values.length; i++) {
-                    args.add(p.layout.fields.get(i));
-                    args.add(p.values[i]);
+        private void cut(List<Group> groups, List<List<Group>> out) {
+            int start = 0;
+            int rows = 0;
+            for (int i = 0; i < groups.size(); i++) {
+                rows += groups.get(i).rows.size();
+                if (rows >= spec.rowsPerCall || i == groups.size() - 1) {
+                    out.add(groups.subList(start, i + 1));
+                    start = i + 1;
+                    rows = 0;
+                }
+            }
+        }
+
+        private static final byte[][] SMALL = new byte[64][];
+
+        static {
+            for (int i = 0; i < SMALL.length; i++) {
+                SMALL[i] = Integer.toString(i).getBytes(StandardCharsets.US_ASCII);
+            }
+        }
+
+        private static byte[] ascii(int n) {
+            return n < SMALL.length ? SMALL[n] : Integer.toString(n).getBytes(StandardCharsets.US_ASCII);
+        }
+
+        /** ARGV of {@code features/cas.lua}: per entity its row count, then per row its count of pairs, version, pairs. */
+        private static List<byte[]> scriptArgs(List<Group> chunk) {
+            int size = 0;
+            for (Group g : chunk) {
+                size++;
+                for (Pending p : g.rows) {
+                    size += 5 + 2 * p.values.length;
+                }
+            }
+            List<byte[]> args = new ArrayList<>(size);
+            for (Group g : chunk) {
+                args.add(ascii(g.rows.size()));
+                for (Pending p : g.rows) {
+                    args.add(ascii(p.values.length + 1));
+                    args.add(p.layout.versionField);
+                    args.add(Long.toString(p.version).getBytes(StandardCharsets.US_ASCII));
+                    args.add(p.layout.tsField);
+                    args.add(encodeTimestamp(p.featureTime));
+                    for (int i = 0; i < p.values.length; i++) {
+                        args.add(p.layout.fields.get(i));
+                        args.add(p.values[i]);
+                    }
                 }
             }
             return args;
         }
 
-        private static List<byte[]> keys(List<Pending> chunk) {
+        private static List<byte[]> keys(List<Group> chunk) {
             List<byte[]> keys = new ArrayList<>(chunk.size());
-            for (Pending p : chunk) {
-                keys.add(p.key);
+            for (Group g : chunk) {
+                keys.add(g.key);
             }
             return keys;
         }
 
         /** One cluster pipeline of script calls; a {@code NOSCRIPT} master gets the script, then the batch is retried. */
-        private List<Object> applyCluster(List<List<Pending>> chunks) {
+        private List<Object> applyCluster(List<List<Group>> chunks) {
             byte[] script = sha.getBytes(StandardCharsets.US_ASCII);
             List<Response<Object>> replies = new ArrayList<>();
             try (ClusterPipeline pipe = cluster.pipelined()) {
-                for (List<Pending> chunk : chunks) {
+                for (List<Group> chunk : chunks) {
                     replies.add(pipe.evalsha(script, keys(chunk), scriptArgs(chunk)));
                 }
                 pipe.sync();
@@ -491,13 +577,13 @@ public final class RedisFeatureSink implements Sink<Row> {
             return out;
         }
 
-        private void apply(List<Pending> rows) {
+        private void apply(List<Group> rows) {
             connect();
             if (cluster != null) {
-                List<List<Pending>> chunks = chunks(rows);
+                List<List<Group>> chunks = chunks(rows);
                 List<Object> replies = applyCluster(chunks);
-                List<Pending> ordered = new ArrayList<>(rows.size());
-                for (List<Pending> chunk : chunks) {
+                List<Group> ordered = new ArrayList<>(rows.size());
+                for (List<Group> chunk : chunks) {
                     ordered.addAll(chunk);
                 }
                 count(ordered, replies);
@@ -506,7 +592,7 @@ public final class RedisFeatureSink implements Sink<Row> {
             List<Response<Object>> replies = new ArrayList<>();
             try (Pipeline pipe = jedis.pipelined()) {
                 byte[] script = sha.getBytes(StandardCharsets.US_ASCII);
-                for (List<Pending> chunk : chunks(rows)) {
+                for (List<Group> chunk : chunks(rows)) {
                     replies.add(pipe.evalsha(script, keys(chunk), scriptArgs(chunk)));
                 }
                 pipe.sync();
@@ -524,9 +610,13 @@ public final class RedisFeatureSink implements Sink<Row> {
             count(rows, values);
         }
 
-        /** Written / stale counters and freshness lags of {@code rows}, given the script replies in their order. */
-        private void count(List<Pending> rows, List<Object> replies) {
+        /** Written / stale counters and freshness lags of {@code groups}' rows, given the script replies in their order. */
+        private void count(List<Group> groups, List<Object> replies) {
             long now = System.currentTimeMillis();
+            List<Pending> rows = new ArrayList<>(groups.size() * 4);
+            for (Group g : groups) {
+                rows.addAll(g.rows);
+            }
             int r = 0;
             for (Object reply : replies) {
                 for (Object ok : (List<?>) reply) {

@@ -2,15 +2,20 @@ package io.pricestream.flink;
 
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.Map;
 
-import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
-import org.apache.flink.streaming.api.TimeDomain;
-import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.runtime.state.VoidNamespace;
+import org.apache.flink.runtime.state.VoidNamespaceSerializer;
+import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.InternalTimer;
+import org.apache.flink.streaming.api.operators.InternalTimerService;
+import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
+import org.apache.flink.streaming.api.operators.Triggerable;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.types.Row;
-import org.apache.flink.util.Collector;
 
 /**
  * The tiles of one entity (a stay, or a hotel) for every windowed view keyed like it, merged into
@@ -19,7 +24,9 @@ import org.apache.flink.util.Collector;
  * <p>Per event, each view's tile (the event time floored to the view's tile size) gets an O(1) update
  * of its mergeable partials ({@code n}, {@code sum:c}, {@code n:c}, {@code sq:c}; the latest rate per
  * competitor). The entity is then marked dirty, and at the next flush boundary (every
- * {@code flush_ms} of processing time) it emits one row per changed view: the view's values as of the
+ * {@code flush_ms} of processing time, one operator timer for all entities, not a timer per entity;
+ * and before every checkpoint barrier, so no checkpoint holds an entity with rows still to send) it
+ * emits one row per changed view: the view's values as of the
  * entity's newest event (its anchor) over the tiles that start at or after
  * {@code floor(anchor, tile) - window}, the semantics of {@code events.catalog}. Tiles below that
  * floor can never be in a window again (the anchor only grows) and are dropped; an event whose tile
@@ -29,10 +36,17 @@ import org.apache.flink.util.Collector;
  * partition, keyed by hotel), so it grows with every change, a replay reproduces it, and the online
  * writer's compare-and-set keeps the newest. An entity whose anchor is {@code horizon_ms} (the
  * longest window, a tile and the allowed lateness) behind the watermark leaves the state: no event
- * it can still accept would change a value. The end of a bounded input (the final watermark) flushes
- * every entity.
+ * it can still accept would change a value. Its event-time timer is set once and moved on when it
+ * fires early (the anchor grew), not set again for every hour the anchor moves. The end of a
+ * bounded input (the final watermark) flushes every entity.
+ *
+ * <p>A keyed operator rather than a {@code KeyedProcessFunction}: a profile put a fifth of the tile
+ * task in registering, polling and checkpointing one processing-time timer per dirty entity. Its
+ * timer service keeps the function's name ({@code user-timers}), so the timers of a checkpoint taken
+ * by the earlier build restore into it and fire as before.
  */
-public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
+public class TileAggregator extends AbstractStreamOperator<Row>
+    implements OneInputStreamOperator<Row, Row>, Triggerable<String, VoidNamespace> {
 
     private static final long serialVersionUID = 1L;
     private static final long EVICT_ROUND_MS = 3_600_000L;
@@ -40,6 +54,10 @@ public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
     private final TileSpec spec;
     private final TileSpec.Group group;
     private transient ValueState<EntityState> state;
+    private transient InternalTimerService<VoidNamespace> timers;
+    /** Keys with rows to emit at the next flush; never in a checkpoint (a barrier flushes first). */
+    private transient LinkedHashSet<String> dirty;
+    private transient StreamRecord<Row> record;
 
     /**
      * One entity's tiles, newest event time, version and publish time, and what changed since the last flush.
@@ -61,6 +79,8 @@ public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
         public long[][] starts;
         /** Per view, the tile in each slot, or null. */
         public Tile[][] tiles;
+        /** Per view, a bit per slot: set where {@link #tiles} holds a tile (a flush visits only those). */
+        public long[][] occupied;
 
         public EntityState() {}
 
@@ -69,11 +89,35 @@ public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
             this.changed = new boolean[slots.length];
             this.starts = new long[slots.length][];
             this.tiles = new Tile[slots.length][];
+            this.occupied = new long[slots.length][];
             for (int v = 0; v < slots.length; v++) {
                 starts[v] = new long[slots[v]];
                 tiles[v] = new Tile[slots[v]];
+                occupied[v] = new long[words(slots[v])];
             }
         }
+    }
+
+    /** Words of a ring's occupancy bitmap. */
+    static int words(int slots) {
+        return (slots + 63) >>> 6;
+    }
+
+    /** The first set bit of {@code bits} at or after {@code from} and before {@code limit}, or -1. */
+    static int nextOccupied(long[] bits, int from, int limit) {
+        if (from >= limit) {
+            return -1;
+        }
+        int w = from >>> 6;
+        long word = bits[w] & (-1L << (from & 63));
+        while (word == 0) {
+            if (++w << 6 >= limit) {
+                return -1;
+            }
+            word = bits[w];
+        }
+        int i = (w << 6) + Long.numberOfTrailingZeros(word);
+        return i < limit ? i : -1;
     }
 
     /** Slots of a view's ring: every tile start that can be in its window, {@code ceil(window / tile) + 1}. */
@@ -100,13 +144,55 @@ public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
     }
 
     @Override
-    public void open(OpenContext context) {
+    public void open() throws Exception {
+        super.open();
         // a serializer of its own: Kryo wrote the checkpoints and the copy-on-write copies before (10% of the job)
-        state = getRuntimeContext().getState(new ValueStateDescriptor<>("tiles", EntityStateSerializer.INSTANCE));
+        state = getPartitionedState(new ValueStateDescriptor<>("tiles", EntityStateSerializer.INSTANCE));
+        timers = getInternalTimerService("user-timers", VoidNamespaceSerializer.INSTANCE, this);
+        dirty = new LinkedHashSet<>();
+        record = new StreamRecord<>(null);
+        scheduleFlush();
+    }
+
+    private void scheduleFlush() {
+        long now = getProcessingTimeService().getCurrentProcessingTime();
+        getProcessingTimeService().registerTimer(now - Math.floorMod(now, spec.flushMs) + spec.flushMs, ts -> {
+            flush();
+            scheduleFlush();
+        });
+    }
+
+    /** Emits the changed views of every dirty entity. */
+    private void flush() throws Exception {
+        if (dirty.isEmpty()) {
+            return;
+        }
+        for (String key : dirty) {
+            setCurrentKey(key);
+            EntityState st = state.value();
+            if (st != null && st.dirty) {
+                emit(st);
+                state.update(st);
+            }
+        }
+        dirty.clear();
     }
 
     @Override
-    public void processElement(Row row, Context ctx, Collector<Row> out) throws Exception {
+    public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
+        flush();  // the rows before the barrier: a restore never finds an entity whose rows were not sent
+        super.prepareSnapshotPreBarrier(checkpointId);
+    }
+
+    @Override
+    public void finish() throws Exception {
+        flush();
+        super.finish();
+    }
+
+    @Override
+    public void processElement(StreamRecord<Row> element) throws Exception {
+        Row row = element.getValue();
         EntityState st = state.value();
         if (st == null) {
             String[] keys = new String[group.keyIdx.length];
@@ -140,6 +226,7 @@ public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
                 tile = new Tile(view.partials.size(), view.rates);  // the slot's older tile left the window
                 ring[slot] = tile;
                 starts[slot] = start;
+                st.occupied[v][slot >>> 6] |= 1L << (slot & 63);
             }
             accumulate(view, tile, row, time, offset);
             st.changed[v] = true;
@@ -149,32 +236,41 @@ public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
         if (published != null) {
             st.publish = Math.max(st.publish, ((Number) published).longValue());
         }
-        if (!st.dirty) {
-            st.dirty = true;
-            long now = ctx.timerService().currentProcessingTime();
-            ctx.timerService().registerProcessingTimeTimer(now - Math.floorMod(now, spec.flushMs) + spec.flushMs);
-        }
+        st.dirty = true;
+        dirty.add((String) getCurrentKey());
         long evictAt = anchor + spec.horizonMs;
         evictAt = evictAt - Math.floorMod(evictAt, EVICT_ROUND_MS) + EVICT_ROUND_MS;
         if (evictAt > st.evictAt) {
+            if (st.evictAt == Long.MIN_VALUE) {
+                timers.registerEventTimeTimer(VoidNamespace.INSTANCE, evictAt);  // moved on when it fires early
+            }
             st.evictAt = evictAt;
-            ctx.timerService().registerEventTimeTimer(evictAt);
         }
         state.update(st);
     }
 
     @Override
-    public void onTimer(long timestamp, OnTimerContext ctx, Collector<Row> out) throws Exception {
+    public void onEventTime(InternalTimer<String, VoidNamespace> timer) throws Exception {
         EntityState st = state.value();
         if (st == null) {
             return;
         }
-        if (st.dirty) {
-            emit(st, out);
+        if (timer.getTimestamp() < st.evictAt) {
+            timers.registerEventTimeTimer(VoidNamespace.INSTANCE, st.evictAt);  // the anchor grew since
+            return;
         }
-        if (ctx.timeDomain() == TimeDomain.EVENT_TIME && timestamp >= st.evictAt) {
-            state.clear();
-        } else {
+        if (st.dirty) {
+            emit(st);
+        }
+        state.clear();
+    }
+
+    /** Only timers of a checkpoint taken by the earlier build (a flush timer per dirty entity). */
+    @Override
+    public void onProcessingTime(InternalTimer<String, VoidNamespace> timer) throws Exception {
+        EntityState st = state.value();
+        if (st != null && st.dirty) {
+            emit(st);
             state.update(st);
         }
     }
@@ -215,7 +311,7 @@ public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
         }
     }
 
-    private void emit(EntityState st, Collector<Row> out) {
+    private void emit(EntityState st) {
         for (int v = 0; v < group.views.size(); v++) {
             if (!st.changed[v]) {
                 continue;
@@ -224,27 +320,32 @@ public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
             long floor = floorOf(view, st.anchor);
             long[] starts = st.starts[v];
             Tile[] ring = st.tiles[v];
-            for (int slot = 0; slot < ring.length; slot++) {
-                if (ring[slot] != null && starts[slot] < floor) {
-                    ring[slot] = null;  // left the window
-                }
-            }
+            long[] occupied = st.occupied[v];
             double[] totals = new double[view.partials.size()];
             Map<String, Double> latest = view.rates ? new HashMap<>() : null;
-            long first = floor + Math.floorMod(-floor, view.tileMs);  // the first tile start in the window
-            long last = st.anchor - Math.floorMod(st.anchor, view.tileMs);
-            for (long start = first; start <= last; start += view.tileMs) {  // ascending: a newer tile's rate wins
-                int slot = (int) Math.floorMod(Math.floorDiv(start, view.tileMs), (long) ring.length);
-                Tile tile = ring[slot];
-                if (tile == null || starts[slot] != start) {
-                    continue;
-                }
-                for (int i = 0; i < totals.length; i++) {
-                    totals[i] += tile.p[i];
-                }
-                if (latest != null) {
-                    for (Map.Entry<String, double[]> e : tile.rates.entrySet()) {
-                        latest.put(e.getKey(), e.getValue()[0]);
+            // The occupied slots in ascending tile start: from the slot of the window's first tile
+            // start, round the ring (consecutive starts are consecutive slots), so a newer tile's rate
+            // wins and the sums add in time order. A slot below the floor holds a tile that left the window.
+            long first = floor + Math.floorMod(-floor, view.tileMs);
+            int origin = (int) Math.floorMod(Math.floorDiv(first, view.tileMs), (long) ring.length);
+            for (int pass = 0; pass < 2; pass++) {
+                int from = pass == 0 ? origin : 0;
+                int limit = pass == 0 ? ring.length : origin;
+                for (int slot = nextOccupied(occupied, from, limit); slot >= 0;
+                     slot = nextOccupied(occupied, slot + 1, limit)) {
+                    Tile tile = ring[slot];
+                    if (starts[slot] < floor) {
+                        ring[slot] = null;
+                        occupied[slot >>> 6] &= ~(1L << (slot & 63));
+                        continue;
+                    }
+                    for (int i = 0; i < totals.length; i++) {
+                        totals[i] += tile.p[i];
+                    }
+                    if (latest != null) {
+                        for (Map.Entry<String, double[]> e : tile.rates.entrySet()) {
+                            latest.put(e.getKey(), e.getValue()[0]);
+                        }
                     }
                 }
             }
@@ -264,7 +365,7 @@ public class TileAggregator extends KeyedProcessFunction<String, Row, Row> {
             // the columns of TileJob.OUTPUT_NAMES, by position
             Row row = Row.of(st.keys[0], st.keys.length > 1 ? st.keys[1] : null, st.keys.length > 2 ? st.keys[2] : null,
                 view.name, st.anchor, st.version, st.publish, values);
-            out.collect(row);
+            output.collect(record.replace(row));
             st.changed[v] = false;
         }
         st.dirty = false;

@@ -40,9 +40,7 @@ public final class TileJob {
         for (TileSpec.Group group : spec.groups) {
             DataStream<Row> values = valid
                 .keyBy(new EntityKey(group.keyIdx))
-                .process(new TileAggregator(spec, group))
-                .returns(outputType())
-                .name("tiles: " + group.name)
+                .transform("tiles: " + group.name, outputType(), new TileAggregator(spec, group))
                 .uid("pricestream-tiles-" + group.name);
             out = out == null ? values : out.union(values);
         }
