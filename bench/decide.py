@@ -141,7 +141,8 @@ def _start(args: argparse.Namespace, mode: str, bundles: tuple[Path, Path], conf
     port = _free_port()
     cmd = [sys.executable, __file__, "--serve", str(port), "--serve-mode", mode, "--light", str(bundles[0]),
            "--heavy", str(bundles[1]), "--hotels", str(args.hotels), "--seed", str(args.seed),
-           "--redis-url", config.redis_url, "--project", config.project, "--state", str(config.state_dir)]
+           "--redis-url", config.redis_url, "--project", config.project, "--state", str(config.state_dir),
+           "--bid-method", args.bid_method]
     server = subprocess.Popen(cmd)
     health = "/health" if mode == "feast" else "/healthz"
     deadline = time.monotonic() + 120.0
@@ -320,6 +321,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--skip-rss", action="store_true")
     parser.add_argument("--audit", action="store_true", help="the RSS run's scorer writes a hash-chained audit log")
     parser.add_argument("--skip-http", action="store_true")
+    parser.add_argument("--bid-method", choices=("service", "fluid", "dp"), default="service",
+                        help="the pricers' BidPriceConfig.method (service: the service's default)")
     parser.add_argument("--rss-only", action="store_true", help="skip the latency tables")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve-mode", choices=("scorer", "feast"), default="scorer", help=argparse.SUPPRESS)
@@ -330,8 +333,26 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def use_bid_method(method: str) -> None:
+    """The pricers :func:`scoring_fixtures.build_scorer` loads price with ``BidPriceConfig(method=method)``.
+
+    ``service``: the service's own default (``pricing.tiers.DEFAULT_CAPACITY``), left as it is.
+    """
+    if method == "service":
+        return
+    import functools
+
+    import scoring_fixtures
+
+    from pricing.bid_price import BidPriceConfig
+    from pricing.tiers import load_pricer
+
+    scoring_fixtures.load_pricer = functools.partial(load_pricer, capacity=BidPriceConfig(method=method))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    use_bid_method(args.bid_method)
     if args.serve:
         child = None if args.source == "memory" else FeaturesConfig(
             project=args.project, state_dir=args.state, redis_url=args.redis_url)
