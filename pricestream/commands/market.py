@@ -65,6 +65,9 @@ def bound(
     warmup_days: Annotated[
         int, typer.Option(envvar="PRICESTREAM_MARKET_WARMUP_DAYS", min=0, help="days at the static price first")
     ] = 14,
+    held: Annotated[
+        bool, typer.Option("--held", help="cancelled bookings hold their rooms until they cancel (tighter bound)")
+    ] = False,
 ) -> None:
     """The fluid LP bound on any policy's expected net revenue for a window (events.simulator.fluid)."""
     from datetime import datetime
@@ -79,5 +82,6 @@ def bound(
     if at.tzinfo is None:
         fail(f"--start: got {start!r}, expected an ISO-8601 time with a timezone")
     value = fluid_bound(market, start=at, days=days, seed=seed,
-                        warmup_days=warmup_days)
-    out.print(f"preset {preset}, seed {seed}, {days} nights from {at.isoformat()}: fluid LP bound {value:,.0f}")
+                        warmup_days=warmup_days, held=held)
+    label = "held fluid LP bound" if held else "fluid LP bound"
+    out.print(f"preset {preset}, seed {seed}, {days} nights from {at.isoformat()}: {label} {value:,.0f}")

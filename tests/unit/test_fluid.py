@@ -177,5 +177,12 @@ def test_cli_prints_the_bound_and_refuses_a_naive_start() -> None:
     assert figure == pytest.approx(
         fluid_bound(market, start=datetime(2026, 5, 1, tzinfo=UTC), days=4, seed=0, warmup_days=1), abs=0.5
     )
+    tight = CliRunner().invoke(app, [*args, "--held"])
+    assert tight.exit_code == 0 and "held fluid LP bound" in tight.output, tight.output
+    held = float(tight.output.rsplit("held fluid LP bound", 1)[1].strip().replace(",", ""))
+    assert held == pytest.approx(
+        fluid_bound(market, start=datetime(2026, 5, 1, tzinfo=UTC), days=4, seed=0, warmup_days=1, held=True), abs=0.5
+    )
+    assert held <= figure + 0.5
     bad = CliRunner().invoke(app, [*args, "--start", "2026-05-01T00:00:00"])
     assert bad.exit_code == 1 and "--start" in bad.output and "timezone" in bad.output
