@@ -26,9 +26,13 @@ net of expected cancellations. The mature share is the mature hotels' revenue in
 ``staged`` over theirs in ``dp`` over the window; the new hotel's share per day is its
 revenue over its ``dp`` revenue that day (sums over seeds), and also over a trailing
 ``TRAIL_DAYS`` window (a day holds a few bookings of one hotel). Days to 95%: the first
-day from which the trailing share stays at or above 0.95 x the mature share.
+day from which the trailing share stays at or above 0.95 x the mature share over the whole window;
+and, a second criterion that cancels day effects, the first day from which it stays at or above
+0.95 x the mature hotels' trailing share on the same days. In ``staged`` the new hotel's stage-two
+prices are explored (``--explore-band``, logged propensities, :mod:`pricing.exploration`) so that its
+labels identify its elasticity; its refit keeps the pooled price response (``--refit-price-response``).
 Writes a PNG (share by day per preset, the stages shaded). Last line: per preset, the
-days to 95% and each stage's share.
+days to 95% by both criteria and each stage's share.
 
     .venv/bin/python bench/cold_start.py [--days 10] [--seeds 3] [--hotels 3] [--presets resort city]
 """
