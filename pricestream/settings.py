@@ -175,8 +175,8 @@ class Settings(BaseSettings):
     """Cold start: weight of one of the hotel's own labels against one pooled row in the refit."""
     cold_start_serve: bool = False
     """Cold start in ``serve`` / ``serve-stream``: each hotel priced in its stage, recorded on the decision as
-    ``cold_start:<stage>`` (``pricing.cold_start_serving``; its history in Redis). Off by default: a hotel
-    with no behaviour in the feature store is priced by rules on its first day."""
+    ``cold_start:<stage>`` (``pricing.cold_start_serving``; its history in Redis). Off by default; on, a hotel
+    with no views or bookings in the feature store at its first request is priced by rules on its first day."""
     cold_start_partial_windows: bool = True
     """Cold start in ``serve``: a new hotel's window counts read at full length while its history is shorter."""
     job_idle_timeout_ms: int | None = Field(default=None, gt=0)
