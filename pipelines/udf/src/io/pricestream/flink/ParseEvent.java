@@ -19,7 +19,10 @@ import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
 
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonFactory;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonParser;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonProcessingException;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonToken;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.json.JsonReadFeature;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.DeserializationFeature;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
@@ -51,6 +54,15 @@ public class ParseEvent extends TableFunction<Row> {
     private transient Map<String, List<FieldRule>> types;
     /** Each event type's field names: a field outside them is refused. */
     private transient Map<String, Set<String>> fieldNames;
+    /** Every field name of the contract and its slot in the fast path's value array. */
+    private transient Map<String, Integer> fieldSlots;
+    /** Slots of the fields the row takes (-1: not in the contract). */
+    private transient int[] rowSlots;
+    /** Per event type, per slot: whether the type has that field. */
+    private transient Map<String, boolean[]> allowedSlots;
+    private transient JsonFactory factory;
+    /** Off only to compare the two paths ({@code pipelines/udf/ParseCheck}): the fast path never refuses. */
+    transient boolean fastPath = true;
     /** Valid date texts seen lately and their dates (stay dates repeat): the regex and the parse run once per text. */
     private transient Map<String, LocalDate> dates;
     private transient List<JsonNode> flagRules;
@@ -93,6 +105,8 @@ public class ParseEvent extends TableFunction<Row> {
         int minLength = -1;
         int maxLength = -1;
         Pattern pattern;
+        /** The field's slot in the fast path's value array. */
+        int slot;
         /** Strings this rule accepted lately (ids repeat: hotels, room types): checked once per text. */
         final Set<String> accepted = new HashSet<>();
     }
@@ -146,6 +160,31 @@ public class ParseEvent extends TableFunction<Row> {
         }
         flagRules = new ArrayList<>();
         spec.get("flags").forEach(flagRules::add);
+        fieldSlots = new HashMap<>();
+        for (Set<String> names : fieldNames.values()) {
+            for (String name : names) {
+                fieldSlots.putIfAbsent(name, fieldSlots.size());
+            }
+        }
+        allowedSlots = new HashMap<>();
+        for (Map.Entry<String, Set<String>> type : fieldNames.entrySet()) {
+            boolean[] allowed = new boolean[fieldSlots.size()];
+            for (String name : type.getValue()) {
+                allowed[fieldSlots.get(name)] = true;
+            }
+            allowedSlots.put(type.getKey(), allowed);
+        }
+        for (List<FieldRule> rules : types.values()) {
+            for (FieldRule rule : rules) {
+                rule.slot = fieldSlots.get(rule.name);
+            }
+        }
+        rowSlots = new int[ROW_FIELDS.length];
+        for (int i = 0; i < ROW_FIELDS.length; i++) {
+            rowSlots[i] = fieldSlots.getOrDefault(ROW_FIELDS[i], -1);
+        }
+        factory = mapper.getFactory();
+        fastPath = true;
     }
 
     private static double[] range(JsonNode node) {
@@ -186,6 +225,13 @@ public class ParseEvent extends TableFunction<Row> {
      * columns follow the parser's).
      */
     Row parseRow(byte[] payload, int arity) {
+        if (fastPath && payload != null && payload.length <= maxBytes && plain(payload)) {
+            Row row = new Row(arity);
+            if (fast(payload, row)) {
+                row.setField(16, payload.length);
+                return row;
+            }
+        }
         Row row = new Row(arity);
         try {
             JsonNode event = parse(payload);
@@ -213,13 +259,7 @@ public class ParseEvent extends TableFunction<Row> {
         }
         // Plain ASCII with no escapes (nearly every event) is valid UTF-8 and cannot hold a lone
         // surrogate: Jackson reads the bytes as they are. Anything else is decoded strictly first.
-        boolean plain = true;
-        for (byte b : payload) {
-            if (b < 0 || b == '\\') {
-                plain = false;
-                break;
-            }
-        }
+        boolean plain = plain(payload);
         JsonNode node;
         try {
             if (plain) {
@@ -243,6 +283,269 @@ public class ParseEvent extends TableFunction<Row> {
                 "MalformedRecord");
         }
         return node;
+    }
+
+    /** ASCII with no escape: valid UTF-8 that cannot hold a lone surrogate. */
+    private static boolean plain(byte[] payload) {
+        for (byte b : payload) {
+            if (b < 0 || b == '\\') {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The fields the fast path reads by name, in the order of {@link #rowSlots}. */
+    private static final String[] ROW_FIELDS = {"event_type", "hotel_id", "stay_date", "event_time", "room_type", "price_shown", "price_paid", "rate", "rooms_left", "capacity", "rooms", "nights", "competitor_id"};
+    private static final int F_EVENT_TYPE = 0;
+    private static final int F_HOTEL_ID = 1;
+    private static final int F_STAY_DATE = 2;
+    private static final int F_EVENT_TIME = 3;
+    private static final int F_ROOM_TYPE = 4;
+    private static final int F_PRICE_SHOWN = 5;
+    private static final int F_PRICE_PAID = 6;
+    private static final int F_RATE = 7;
+    private static final int F_ROOMS_LEFT = 8;
+    private static final int F_CAPACITY = 9;
+    private static final int F_ROOMS = 10;
+    private static final int F_NIGHTS = 11;
+    private static final int F_COMPETITOR_ID = 12;
+
+    /** A JSON null in the fast path's value array (absent is Java null). */
+    private static final Object NULL = new Object();
+
+    /**
+     * The fast path: a plain payload read by the streaming parser into one array of top-level scalars
+     * (no tree), then the same rules as {@link #check}. It only ever accepts: anything it does not
+     * take as plainly valid (a nested value, a duplicate or unknown field, a big or non-finite number,
+     * any rule that fails) returns false, and the tree path decides and words the error. So the
+     * two cannot disagree on what is refused, and the fields it fills are the tree path's.
+     */
+    private boolean fast(byte[] payload, Row row) {
+        Object[] values = new Object[fieldSlots.size()];
+        try (JsonParser p = factory.createParser(payload)) {
+            if (p.nextToken() != JsonToken.START_OBJECT) {
+                return false;
+            }
+            JsonToken token;
+            while ((token = p.nextToken()) == JsonToken.FIELD_NAME) {
+                Integer slot = fieldSlots.get(p.currentName());
+                if (slot == null || values[slot] != null) {
+                    return false;
+                }
+                Object value;
+                switch (p.nextToken()) {
+                    case VALUE_STRING:
+                        value = p.getText();
+                        break;
+                    case VALUE_NUMBER_INT:
+                        if (p.getNumberType() != JsonParser.NumberType.INT && p.getNumberType() != JsonParser.NumberType.LONG) {
+                            return false;
+                        }
+                        value = p.getLongValue();
+                        break;
+                    case VALUE_NUMBER_FLOAT: {
+                        double d = p.getDoubleValue();
+                        if (Double.isNaN(d) || Double.isInfinite(d)) {
+                            return false;
+                        }
+                        value = d;
+                        break;
+                    }
+                    case VALUE_NULL:
+                        value = NULL;
+                        break;
+                    default:
+                        return false;  // nested, boolean: the tree path
+                }
+                values[slot] = value;
+            }
+            if (token != JsonToken.END_OBJECT || p.nextToken() != null) {
+                return false;
+            }
+        } catch (java.io.IOException e) {
+            return false;
+        }
+        Object kind = at(values, F_EVENT_TYPE);
+        List<FieldRule> rules = kind instanceof String ? types.get(kind) : null;
+        if (rules == null) {
+            return false;
+        }
+        boolean[] allowed = allowedSlots.get(kind);
+        for (int i = 0; i < values.length; i++) {
+            if (values[i] != null && !allowed[i]) {
+                return false;
+            }
+        }
+        for (FieldRule rule : rules) {
+            if (!fastField(rule, values[rule.slot])) {
+                return false;
+            }
+        }
+        Object hotel = at(values, F_HOTEL_ID);
+        Object stayText = at(values, F_STAY_DATE);
+        Long eventMs = fastMillis(at(values, F_EVENT_TIME));
+        if (!(hotel instanceof String) || !(stayText instanceof String) || eventMs == null
+            || !(at(values, F_ROOM_TYPE) instanceof String)) {
+            return false;
+        }
+        LocalDate stay = date((String) stayText);
+        LocalDate local = java.time.Instant.ofEpochMilli(eventMs).atZone(zones.getOrDefault(hotel, defaultZone))
+            .toLocalDate();
+        if (stay == null || stay.isBefore(local)) {
+            return false;
+        }
+        row.setField(3, fastFlags((String) kind, (String) hotel, values));
+        row.setField(4, kind);
+        row.setField(5, hotel);
+        row.setField(6, at(values, F_ROOM_TYPE));
+        row.setField(7, stay);
+        row.setField(8, eventMs);
+        row.setField(9, fastDouble(at(values, F_PRICE_SHOWN)));
+        row.setField(10, fastDouble(at(values, F_PRICE_PAID)));
+        row.setField(11, fastDouble(at(values, F_RATE)));
+        row.setField(12, fastInt(at(values, F_ROOMS_LEFT)));
+        row.setField(13, fastInt(at(values, F_CAPACITY)));
+        Integer rooms = fastInt(at(values, F_ROOMS));
+        row.setField(14, rooms == null ? 1 : rooms);
+        Integer nights = fastInt(at(values, F_NIGHTS));
+        row.setField(15, nights == null ? 1 : nights);
+        Object competitor = at(values, F_COMPETITOR_ID);
+        if (competitor != null && competitor != NULL && !(competitor instanceof String)) {
+            return false;
+        }
+        row.setField(18, competitor == NULL ? null : competitor);
+        return true;
+    }
+
+    /** The value of row field {@code f} (null when absent or not in the contract). */
+    private Object at(Object[] values, int f) {
+        int slot = rowSlots[f];
+        return slot < 0 ? null : values[slot];
+    }
+
+    /** The value of field {@code name} (null when absent or not in the contract). */
+    private Object at(Object[] values, String name) {
+        Integer slot = fieldSlots.get(name);
+        return slot == null ? null : values[slot];
+    }
+
+    /** Whether {@code value} plainly passes {@code rule}; false sends the event to the tree path. */
+    private boolean fastField(FieldRule rule, Object value) {
+        if (value == null) {
+            return !rule.required;
+        }
+        if (value == NULL) {
+            return rule.nullable;
+        }
+        switch (rule.kind) {
+            case "enum":
+                if (!rule.textValues.isEmpty()) {
+                    return value instanceof String && rule.textValues.contains(value);
+                }
+                return value instanceof Long && rule.numberValues.stream()
+                    .anyMatch(v -> v.compareTo(BigDecimal.valueOf((Long) value)) == 0);
+            case "string": {
+                if (!(value instanceof String)) {
+                    return false;
+                }
+                String s = (String) value;
+                if (rule.accepted.contains(s)) {
+                    return true;
+                }
+                int length = s.codePointCount(0, s.length());
+                if ((rule.minLength >= 0 && length < rule.minLength) || (rule.maxLength >= 0 && length > rule.maxLength)
+                    || (rule.pattern != null && !rule.pattern.matcher(s).matches())) {
+                    return false;
+                }
+                if (rule.accepted.size() >= 4096) {
+                    rule.accepted.clear();
+                }
+                rule.accepted.add(s);
+                return true;
+            }
+            case "integer":
+                return value instanceof Long && inBounds(rule, BigDecimal.valueOf((Long) value));
+            case "number":
+                if (value instanceof Long) {
+                    return inBounds(rule, BigDecimal.valueOf((Long) value));
+                }
+                return value instanceof Double && inBounds(rule, BigDecimal.valueOf((Double) value));
+            case "uuid":
+                return value instanceof String && uuidText.matcher((String) value).matches();
+            case "date":
+                return value instanceof String && date((String) value) != null;
+            case "instant":
+                return fastMillis(value) != null;
+            default:
+                return false;
+        }
+    }
+
+    private static boolean inBounds(FieldRule rule, BigDecimal v) {
+        return (rule.minimum == null || v.compareTo(rule.minimum) >= 0)
+            && (rule.exclusiveMinimum == null || v.compareTo(rule.exclusiveMinimum) > 0)
+            && (rule.maximum == null || v.compareTo(rule.maximum) <= 0)
+            && (rule.exclusiveMaximum == null || v.compareTo(rule.exclusiveMaximum) < 0);
+    }
+
+    /** {@link #eventMillis} of a fast-path value, or null where it would refuse it. */
+    private Long fastMillis(Object value) {
+        long ms;
+        if (value instanceof Long) {
+            ms = (Long) value;
+        } else if (value instanceof String && instantText.matcher((String) value).matches()) {
+            try {
+                ms = OffsetDateTime.parse((String) value).toInstant().toEpochMilli();
+            } catch (DateTimeParseException e) {
+                return null;
+            }
+        } else {
+            return null;
+        }
+        return ms < minMs || ms >= maxMs ? null : ms;
+    }
+
+    /** {@link #flags} over the fast path's values. */
+    private String fastFlags(String kind, String hotel, Object[] values) {
+        StringBuilder out = null;
+        for (JsonNode rule : flagRules) {
+            boolean hit = false;
+            if (rule.has("equals")) {
+                Object v = at(values, rule.get("field").asText());
+                hit = kind.equals(rule.get("event_type").asText()) && (v instanceof Long || v instanceof Double)
+                    && decimal(v).compareTo(rule.get("equals").decimalValue()) == 0;
+            } else {
+                double[] r = ranges.getOrDefault(hotel, defaultRange);
+                boolean skipZero = rule.path("skip_zero").asBoolean(false);
+                for (JsonNode name : rule.get("fields")) {
+                    Object v = at(values, name.asText());
+                    if (v instanceof Long || v instanceof Double) {
+                        double x = ((Number) v).doubleValue();
+                        if (!(skipZero && x == 0) && (x < r[0] || x > r[1])) {
+                            hit = true;
+                        }
+                    }
+                }
+            }
+            if (hit) {
+                out = out == null ? new StringBuilder() : out.append(',');
+                out.append(rule.get("flag").asText());
+            }
+        }
+        return out == null ? null : out.toString();
+    }
+
+    private static BigDecimal decimal(Object v) {
+        return v instanceof Long ? BigDecimal.valueOf((Long) v) : BigDecimal.valueOf((Double) v);
+    }
+
+    private static Double fastDouble(Object v) {
+        return v == null || v == NULL ? null : ((Number) v).doubleValue();
+    }
+
+    private static Integer fastInt(Object v) {
+        return v == null || v == NULL ? null : ((Number) v).intValue();
     }
 
     private static String strictUtf8(byte[] payload) throws Invalid {
