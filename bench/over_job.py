@@ -32,7 +32,7 @@ from bench.sql_source import (
 )
 from pipelines.config import FeatureJobConfig
 from pipelines.feature_job import StreamJob
-from pipelines.feature_sql import source_spec
+from pipelines.job_specs import source_spec
 
 OVER_TOPIC = "features.over"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pyflink.table import DataTypes, Schema, StreamTableEnvironment
 
 from pipelines.config import FeatureJobConfig
-from pipelines.feature_sql import late_reason
+from pipelines.job_specs import late_reason
 
 
 def _kafka_with(config: FeatureJobConfig, topic: str, **extra: str) -> str:

@@ -5,7 +5,7 @@ yields (``add``) and answers the scorer's feature reads (``read``), so an in-pro
 replay prices with the same scorer, rules and models the service runs. Windows end
 at the read time (the request time); sums keep running totals per key, so a read
 is a handful of bisections. The columns are those of the Flink job's ``valid`` view
-(``pipelines/feature_sql.py``): bookings and cancellations count rooms, ``lead_days``
+(``pipelines/job_specs.py``): bookings and cancellations count rooms, ``lead_days``
 is whole days from a search to the stay date, the competitor figures are the median
 and minimum of each competitor's latest rate in the window.
 

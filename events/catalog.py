@@ -105,8 +105,8 @@ def _counts(suffix: str, *which: str) -> list[tuple[str, AggKind, str]]:
     return [(f"{w}_{suffix}", "sum", columns[w]) for w in which]
 
 
-# The one declaration of the feature views: the Flink job's tile SQL (pipelines/feature_sql.py), the
-# JVM tile operator (pipelines/feature_sql.tile_spec), the Feast repo and the readers are generated from it.
+# The one declaration of the feature views: the feature job's JVM specs (pipelines/job_specs.py: the
+# tile operator's tile_spec, the sinks' layouts), the Feast repo and the readers are generated from it.
 VIEW_SPECS: tuple[ViewSpec, ...] = (
     _windowed("stay_1h", STAY_KEYS, HOUR_MS, *_counts("1h", "searches", "views", "bookings")),
     _windowed("stay_24h", STAY_KEYS, DAY_MS, *_counts("24h", "searches", "views", "bookings", "cancellations"),

@@ -22,7 +22,7 @@ from pyflink.util.java_utils import add_jars_to_context_class_loader
 
 from events.contract import encoded_job_spec
 from pipelines.config import FeatureJobConfig
-from pipelines.feature_sql import redis_sink_spec, sink_spec, source_spec, tile_spec
+from pipelines.job_specs import redis_sink_spec, sink_spec, source_spec, tile_spec
 
 SPEC_PARAMETER = "pricestream.contract"
 """Name of the job parameter ``ParseEvent.java`` reads the contract spec from."""

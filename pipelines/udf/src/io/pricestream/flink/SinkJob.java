@@ -41,7 +41,7 @@ public final class SinkJob {
     /**
      * Adds the job's sinks: {@code values} to {@code features.v1} (and to Redis when
      * {@code redisSpecJson} is not null), {@code deadLetters} to the DLQ. {@code specJson} is
-     * {@code pipelines.feature_sql.sink_spec}.
+     * {@code pipelines.job_specs.sink_spec}.
      */
     public static void attach(DataStream<Row> values, DataStream<Row> deadLetters, String specJson,
                               String redisSpecJson) throws IOException {

@@ -44,7 +44,7 @@ import org.apache.flink.util.OutputTag;
  * their headers. The SQL it replaces (a raw Kafka table, a lateral parse, two Table/DataStream
  * conversions and three Calcs) cost about three times the CPU per event of this path.
  *
- * <p>The spec is JSON from {@code pipelines.feature_sql.source_spec}: where to read, the
+ * <p>The spec is JSON from {@code pipelines.job_specs.source_spec}: where to read, the
  * consumer's properties, the watermark and lateness settings, the contract and the columns.
  */
 public final class SourceJob {

@@ -9,7 +9,7 @@ import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.json.JsonMapper;
 
 /**
- * The tiled views as the job runs them, read from the JSON that {@code pipelines.feature_sql.tile_spec}
+ * The tiled views as the job runs them, read from the JSON that {@code pipelines.job_specs.tile_spec}
  * generates from {@code events.catalog.VIEW_SPECS}: the input columns (by position), the groups of
  * views that share an entity key, and per view its tile, window, partials and features. This class
  * only reads; the declaration lives in {@code events/}.
