@@ -7,7 +7,7 @@ outcome with the true booking probability, and attaches the features that the
 streaming aggregates would show for that key at that time.
 
 The features are an approximation of the Flink job's output (see
-``pipelines/feature_sql.py``), not a replay of it:
+``pipelines/job_specs.py``), not a replay of it:
 
 * window counts (1h, 24h, 7d, 14d) are Poisson draws of the integrated arrival
   rate over disjoint slices ending at the offer time (midpoint rule per slice),
