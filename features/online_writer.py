@@ -113,7 +113,7 @@ def cas_args(row: FeatureRow) -> list[bytes | str]:
 def _chunk_args(chunk: Sequence[tuple[bytes, FeatureRow]]) -> list[bytes | str]:
     args: list[bytes | str] = []
     for _, row in chunk:
-        args += ["1", *cas_args(row)]  # one row per key: the script's R, then the row
+        args += cas_args(row)
     return args
 
 
