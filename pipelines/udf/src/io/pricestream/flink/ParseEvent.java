@@ -296,7 +296,8 @@ public class ParseEvent extends TableFunction<Row> {
     }
 
     /** The fields the fast path reads by name, in the order of {@link #rowSlots}. */
-    private static final String[] ROW_FIELDS = {"event_type", "hotel_id", "stay_date", "event_time", "room_type", "price_shown", "price_paid", "rate", "rooms_left", "capacity", "rooms", "nights", "competitor_id"};
+    private static final String[] ROW_FIELDS = {"event_type", "hotel_id", "stay_date", "event_time", "room_type",
+        "price_shown", "price_paid", "rate", "rooms_left", "capacity", "rooms", "nights", "competitor_id"};
     private static final int F_EVENT_TYPE = 0;
     private static final int F_HOTEL_ID = 1;
     private static final int F_STAY_DATE = 2;
@@ -395,7 +396,7 @@ public class ParseEvent extends TableFunction<Row> {
         if (stay == null || stay.isBefore(local)) {
             return false;
         }
-        row.setField(3, fastFlags((String) kind, (String) hotel, values));
+        row.setField(3, flags((String) kind, (String) hotel, name -> at(values, name)));
         row.setField(4, kind);
         row.setField(5, hotel);
         row.setField(6, at(values, F_ROOM_TYPE));
@@ -506,20 +507,20 @@ public class ParseEvent extends TableFunction<Row> {
         return ms < minMs || ms >= maxMs ? null : ms;
     }
 
-    /** {@link #flags} over the fast path's values. */
-    private String fastFlags(String kind, String hotel, Object[] values) {
+    /** The spec's flags that an event's values raise, comma separated, or null; {@code field} gives a value by name. */
+    private String flags(String kind, String hotel, java.util.function.Function<String, Object> field) {
         StringBuilder out = null;
         for (JsonNode rule : flagRules) {
             boolean hit = false;
             if (rule.has("equals")) {
-                Object v = at(values, rule.get("field").asText());
+                Object v = field.apply(rule.get("field").asText());
                 hit = kind.equals(rule.get("event_type").asText()) && (v instanceof Long || v instanceof Double)
                     && decimal(v).compareTo(rule.get("equals").decimalValue()) == 0;
             } else {
                 double[] r = ranges.getOrDefault(hotel, defaultRange);
                 boolean skipZero = rule.path("skip_zero").asBoolean(false);
                 for (JsonNode name : rule.get("fields")) {
-                    Object v = at(values, name.asText());
+                    Object v = field.apply(name.asText());
                     if (v instanceof Long || v instanceof Double) {
                         double x = ((Number) v).doubleValue();
                         if (!(skipZero && x == 0) && (x < r[0] || x > r[1])) {
@@ -796,34 +797,15 @@ public class ParseEvent extends TableFunction<Row> {
     }
 
     private String flags(String kind, String hotel, JsonNode event) {
-        StringBuilder out = new StringBuilder();
-        for (JsonNode rule : flagRules) {
-            boolean hit = false;
-            if (rule.has("equals")) {
-                JsonNode v = event.get(rule.get("field").asText());
-                hit = kind.equals(rule.get("event_type").asText()) && v != null && v.isNumber()
-                    && v.decimalValue().compareTo(rule.get("equals").decimalValue()) == 0;
-            } else {
-                double[] r = ranges.getOrDefault(hotel, defaultRange);
-                boolean skipZero = rule.path("skip_zero").asBoolean(false);
-                for (JsonNode name : rule.get("fields")) {
-                    JsonNode v = event.get(name.asText());
-                    if (v != null && v.isNumber()) {
-                        double p = v.doubleValue();
-                        if (!(skipZero && p == 0) && (p < r[0] || p > r[1])) {
-                            hit = true;
-                        }
-                    }
-                }
-            }
-            if (hit) {
-                if (out.length() > 0) {
-                    out.append(',');
-                }
-                out.append(rule.get("flag").asText());
-            }
+        return flags(kind, hotel, name -> number(event.get(name)));
+    }
+
+    /** A number node as the fast path holds it (Long or Double), anything else null. */
+    private static Object number(JsonNode v) {
+        if (v == null || !v.isNumber()) {
+            return null;
         }
-        return out.length() == 0 ? null : out.toString();
+        return v.isIntegralNumber() && v.canConvertToLong() ? (Object) v.asLong() : (Object) v.doubleValue();
     }
 
     private static Double doubleOrNull(JsonNode v) {
