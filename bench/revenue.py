@@ -213,16 +213,15 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
         names = tuple(n for n in names
                       if not args.policies or n in args.policies
                       or n in ("dp", "covering", "stay_flipped", "fluid_bid"))
-        results: dict[str, list[Outcome]] = {p: [] for p in ("lp_bound", "lp_held", *names)}
+        bounds = ("lp_bound", "lp_held") if args.bounds else ()
+        results: dict[str, list[Outcome]] = {p: [] for p in (*bounds, *names)}
         for seed in (args.seed_list if args.seed_list is not None else range(args.seeds)):
-            t1 = time.perf_counter()
-            bound = fluid_bound(market, start=start, days=args.days, seed=seed, warmup_days=WARMUP_DAYS)
-            results["lp_bound"].append(Outcome(bound, float("nan"), float("nan"), 0, 0))
-            say(f"{name} seed {seed} lp_bound    revenue {bound:12,.0f} ({time.perf_counter() - t1:.1f}s)")
-            t1 = time.perf_counter()
-            held = fluid_bound(market, start=start, days=args.days, seed=seed, warmup_days=WARMUP_DAYS, held=True)
-            results["lp_held"].append(Outcome(held, float("nan"), float("nan"), 0, 0))
-            say(f"{name} seed {seed} lp_held     revenue {held:12,.0f} ({time.perf_counter() - t1:.1f}s)")
+            for bound_name in bounds:
+                t1 = time.perf_counter()
+                bound = fluid_bound(market, start=start, days=args.days, seed=seed, warmup_days=WARMUP_DAYS,
+                                    held=bound_name == "lp_held")
+                results[bound_name].append(Outcome(bound, float("nan"), float("nan"), 0, 0))
+                say(f"{name} seed {seed} {bound_name:11s} revenue {bound:12,.0f} ({time.perf_counter() - t1:.1f}s)")
             for policy_name in names:
                 t1 = time.perf_counter()
                 feats = StreamFeatures()
@@ -258,10 +257,10 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
 
 def report(name: str, results: dict[str, list[Outcome]]) -> dict[str, dict[str, tuple[float, float, float]]]:
     """Print the table; per reference (``lp_held``, ``lp_bound``, ``dp``), each policy's mean ratio, 95% interval."""
-    refs = {ref: [o.revenue for o in results[ref]] for ref in ("lp_held", "lp_bound", "dp")}
+    refs = {ref: [o.revenue for o in results[ref]] for ref in ("lp_held", "lp_bound", "dp") if ref in results}
     print(f"\n{name}: {len(refs['dp'])} seeds")
-    print(f"{'policy':12s} {'revenue':>13s} {'occupancy':>9s} {'ADR':>8s}  ratio to held LP [95%]    "
-          f"ratio to LP bound [95%]   ratio to DP [95%]")
+    titles = {"lp_held": "ratio to held LP [95%]  ", "lp_bound": "ratio to LP bound [95%] ", "dp": "ratio to DP [95%]"}
+    print(f"{'policy':12s} {'revenue':>13s} {'occupancy':>9s} {'ADR':>8s}  " + "  ".join(titles[r] for r in refs))
     ratios: dict[str, dict[str, tuple[float, float, float]]] = {ref: {} for ref in refs}
     for policy_name in results:
         outs = results[policy_name]
@@ -271,7 +270,7 @@ def report(name: str, results: dict[str, list[Outcome]]) -> dict[str, dict[str, 
             ratios[ref][policy_name] = ratio
             cells.append(f"{ratio[0]:.3f} [{ratio[1]:.3f}, {ratio[2]:.3f}]")
         rev, occ, adr = (float(np.mean([getattr(o, k) for o in outs])) for k in ("revenue", "occupancy", "adr"))
-        print(f"{policy_name:12s} {rev:13,.0f} {occ:9.3f} {adr:8.2f}  {cells[0]:24s}  {cells[1]:24s}  {cells[2]}")
+        print(f"{policy_name:12s} {rev:13,.0f} {occ:9.3f} {adr:8.2f}  " + "  ".join(f"{c:24s}" for c in cells))
     return ratios
 
 
@@ -329,6 +328,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="also run pricestream with --stay-bids flipped (policy 'stay_flipped')")
     parser.add_argument("--compare-fluid", action="store_true",
                         help="also run pricestream with the fluid bid (policy 'fluid_bid')")
+    parser.add_argument("--bounds", action=argparse.BooleanOptionalAction, default=True,
+                        help="solve the two fluid LP bounds per seed (25-90 s each; --no-bounds while iterating)")
     parser.add_argument("--policies", nargs="*", default=None, help="run only these (and dp, the reference)")
     parser.add_argument("--explore", type=float, default=0.05,
                         help="also run pricestream exploring within this band, 5 arms (0: not run)")
@@ -342,7 +343,7 @@ def main(argv: list[str] | None = None) -> None:
     for name in args.presets:
         results = bench_preset(name, args, say)
         both = report(name, results)
-        all_ratios[name] = both["lp_held"]
+        all_ratios[name] = both.get("lp_held", both["dp"])
         if not {"pricestream", "static", "rules"} <= set(results):
             continue
         ours = results["pricestream"]
@@ -350,10 +351,13 @@ def main(argv: list[str] | None = None) -> None:
         over_rules = [o.revenue / s.revenue - 1.0 for o, s in zip(ours, results["rules"], strict=True)]
         print(f"{name} per seed, pricestream over static: {' '.join(f'{g:+.1%}' for g in gains)}; "
               f"over rules: {' '.join(f'{g:+.1%}' for g in over_rules)}")
-        share, of_dp = both["lp_held"]["pricestream"], both["dp"]["pricestream"]
-        last.append(f"{name}: pricestream {share[0]:.3f} of the held LP bound [{share[1]:.3f}, {share[2]:.3f}] "
-                    f"({both['lp_bound']['pricestream'][0]:.3f} of the untimed one), "
-                    f"{of_dp[0]:.3f} of the decomposed DP, "
+        of_dp = both["dp"]["pricestream"]
+        held = ""
+        if "lp_held" in both:
+            share = both["lp_held"]["pricestream"]
+            held = (f"{share[0]:.3f} of the held LP bound [{share[1]:.3f}, {share[2]:.3f}] "
+                    f"({both['lp_bound']['pricestream'][0]:.3f} of the untimed one), ")
+        last.append(f"{name}: pricestream {held}{of_dp[0]:.3f} of the decomposed DP [{of_dp[1]:.3f}, {of_dp[2]:.3f}], "
                     f"lowest gain over static {min(gains):+.1%} (over rules {min(over_rules):+.1%})")
     plot(all_ratios, args.png)
     print(f"\nplot: {args.png}; {args.days} days, {args.seeds} seeds, {args.hotels} hotels per preset, "

@@ -48,6 +48,7 @@ from pricing.feature_source import FeatureRead
 from pricing.onnx_runtime import OnnxDemandModel
 from pricing.optimiser import check_bounds, optimise, price_grid
 from pricing.price_response import PriceResponse
+from pricing.rules import lead_time_days
 from pricing.training import ONNX_FILE, read_meta
 from pricing.vectorize import BASE_RATE, Vectorizer
 
@@ -327,18 +328,18 @@ class _BundlePricer:
     def _pooled(
         self,
         predict: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating]],
+        request: PricingRequest,
         features: Mapping[str, float | None],
-        floor: float,
-        ceiling: float,
     ) -> Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]] | None:
         """Demand as the model's level at the base rate times the bundle's pooled price response.
 
         ``P(p) = P_model(anchor) x shape(p) / shape(anchor)`` per member, ``anchor`` the base rate held
         inside the trained price range, ``shape`` the curve of :class:`pricing.price_response.PriceResponse`
         (one model call per quote): the model says how many book in this context, the pooled curve how
-        that falls with price; monotone, and sensible past the trained range. The myopic best price is
-        then the same in every context (a fixed multiple of the base rate); what moves the price is the
-        bid price. (Setting the curve's intercept from the model's level instead, a busier context
+        that falls with price; monotone, and sensible past the trained range. The curve is taken at the
+        request's lead time and its night's day of year, so the myopic best price moves with the lead
+        (business shoppers near arrival) and the season, not with the model's level; the bid price moves
+        it further. (Setting the curve's intercept from the model's level instead, a busier context
         meaning a higher willingness to pay, earned 68,117 against 69,235 on the resort, seed 0, 60 days.)
         ``None`` when the bundle has no response, ``price_response`` is off, or the request has no base rate.
         """
@@ -351,10 +352,11 @@ class _BundlePricer:
         level = np.asarray(predict(np.array([anchor])), dtype=np.float64).reshape(1, -1)
         if not np.all(np.isfinite(level)):
             return None
-        at_anchor = float(response.shape(np.array([anchor]), float(base))[0])
+        lead, doy = float(lead_time_days(request)), request.stay_date.timetuple().tm_yday
+        at_anchor = float(response.shape(np.array([anchor]), float(base), lead_days=lead, day_of_year=doy)[0])
 
         def pooled(prices: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-            ratio = response.shape(prices, float(base)) / max(at_anchor, 1e-12)
+            ratio = response.shape(prices, float(base), lead_days=lead, day_of_year=doy) / max(at_anchor, 1e-12)
             return np.asarray(np.clip(level * ratio[:, None], 0.0, 1.0), dtype=np.float64)
 
         return pooled
@@ -431,7 +433,7 @@ class _BundlePricer:
         def predict(prices: npt.NDArray[np.float64]) -> npt.NDArray[np.floating]:
             return model.predict(vec.with_prices(prices))
 
-        extended = self._pooled(predict, features, floor, ceiling) or self._extended(predict, floor, ceiling)
+        extended = self._pooled(predict, request, features) or self._extended(predict, floor, ceiling)
         demand: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating]] = predict
         if extended is not None:
             demand, low, high = extended, floor, ceiling
