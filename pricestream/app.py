@@ -256,7 +256,8 @@ def staged_scorer(settings: Settings, scorer: Scorer) -> Scorer:
                         heavy=scorer.heavy, router=scorer.router, stats=scorer.stats, audit=scorer.audit,
                         on_decision=scorer.on_decision,
                         history=history_store(settings),
-                        cold_start=cold_start_config(settings), partial_windows=settings.cold_start_partial_windows)
+                        cold_start=cold_start_config(settings), partial_windows=settings.cold_start_partial_windows,
+                        counts_ttl_s=settings.cold_start_counts_ttl_s)
 
 
 def build_serving_path(

@@ -173,12 +173,15 @@ class Settings(BaseSettings):
     """Cold start: bookings among those labels before the refit."""
     cold_start_own_weight: float = Field(default=4.0, gt=0.0)
     """Cold start: weight of one of the hotel's own labels against one pooled row in the refit."""
-    cold_start_serve: bool = False
-    """Cold start in ``serve`` / ``serve-stream``: each hotel priced in its stage, recorded on the decision as
-    ``cold_start:<stage>`` (``pricing.cold_start_serving``; its history in Redis). Off by default; on, a hotel
-    with no views or bookings in the feature store at its first request is priced by rules on its first day."""
+    cold_start_serve: bool = True
+    """Cold start in ``serve`` / ``serve-stream`` and the label service: each hotel priced in its stage, recorded
+    on the decision as ``cold_start:<stage>`` (``pricing.cold_start_serving``; its history in Redis, its label
+    counts added by the label service). On by default: a hotel with no views or bookings in the feature store at
+    its first request is priced by rules on its first day. ``false``: every hotel priced as before cold start."""
     cold_start_partial_windows: bool = True
     """Cold start in ``serve``: a new hotel's window counts read at full length while its history is shorter."""
+    cold_start_counts_ttl_s: float = Field(default=30.0, ge=0.0)
+    """Cold start in ``serve``: seconds a hotel's label counts are cached (they move at the label service's pace)."""
     job_idle_timeout_ms: int | None = Field(default=None, gt=0)
     """The feature job's source idleness timeout (``None``: the job's default)."""
     job_writes_online: bool = True

@@ -11,7 +11,9 @@ replica and kept across restarts):
 * ``rules`` while its history is shorter than ``transfer_after_days``: the rules tier prices it
   (the same rules file, no model), with no degradation flagged: it is the plan, not a fault;
 * ``transfer`` after that, ``own`` once it has ``own_after_labels`` labels with
-  ``own_after_bookings`` bookings (counters in the same store, :meth:`HistoryStore.add_labels`):
+  ``own_after_bookings`` bookings (counters in the same store: the label service sets its totals of
+  the labels it wrote, :meth:`HistoryStore.set_joined`; ``pricestream cold-start labels`` adds by hand,
+  :meth:`HistoryStore.add_labels`):
   the registry's models price it. The service serves one pooled pair, which the trainer keeps
   training on every hotel's labels, the new one's included; a per-hotel refit
   (``pricestream cold-start refit``) is not loaded by the service.
@@ -87,6 +89,10 @@ class HistoryStore(Protocol):
         """Add to the hotel's counts; the new ``(labels, bookings)``."""
         ...
 
+    def set_joined(self, counts: Mapping[str, tuple[int, int]]) -> None:
+        """Set the label service's own ``(labels, bookings)`` of each hotel (totals, added to the manual ones)."""
+        ...
+
 
 class MemoryHistoryStore:
     """A dict-backed :class:`HistoryStore` (tests, in-process simulations)."""
@@ -94,6 +100,7 @@ class MemoryHistoryStore:
     def __init__(self) -> None:
         self._seen: dict[str, datetime | None] = {}
         self._counts: dict[str, tuple[int, int]] = {}
+        self._joined: dict[str, tuple[int, int]] = {}
         self._lock = threading.Lock()
 
     def first_seen(self, hotel_id: str, at: datetime, *, mature: Callable[[], bool]) -> datetime | None:
@@ -103,13 +110,18 @@ class MemoryHistoryStore:
             return self._seen[hotel_id]
 
     def counts(self, hotel_id: str) -> tuple[int, int]:
-        return self._counts.get(hotel_id, (0, 0))
+        added, joined = self._counts.get(hotel_id, (0, 0)), self._joined.get(hotel_id, (0, 0))
+        return added[0] + joined[0], added[1] + joined[1]
 
     def add_labels(self, hotel_id: str, *, labels: int, bookings: int) -> tuple[int, int]:
         with self._lock:
             old = self._counts.get(hotel_id, (0, 0))
             self._counts[hotel_id] = (old[0] + labels, old[1] + bookings)
-            return self._counts[hotel_id]
+        return self.counts(hotel_id)
+
+    def set_joined(self, counts: Mapping[str, tuple[int, int]]) -> None:
+        with self._lock:
+            self._joined.update(counts)
 
 
 class RedisHashes(Protocol):
@@ -119,16 +131,20 @@ class RedisHashes(Protocol):
     def hget(self, name: str, key: str) -> Any: ...
     def hmget(self, name: str, keys: list[str]) -> Any: ...
     def hincrby(self, name: str, key: str, amount: int) -> Any: ...
+    def hset(self, name: str, *, mapping: Mapping[str, str]) -> Any: ...
 
 
 class RedisHistoryStore:
     """A :class:`HistoryStore` in one Redis hash per hotel, ``<prefix>{<hotel>}`` (one slot in a cluster).
 
-    Fields: ``first_seen`` (ISO-8601, or ``mature``), ``labels``, ``bookings``. The first sight is
-    written with ``HSETNX``: replicas racing on a new hotel's first requests agree on one time.
+    Fields: ``first_seen`` (ISO-8601, or ``mature``); ``labels``, ``bookings`` (added by hand,
+    ``pricestream cold-start labels``); ``joined_labels``, ``joined_bookings`` (the label service's
+    totals, set, not added: a replayed batch rewrites the same totals). The first sight is written
+    with ``HSETNX``: replicas racing on a new hotel's first requests agree on one time. ``prefix``
+    carries the Feast project (:func:`history_prefix`): two projects on one Redis never share a hotel.
     """
 
-    def __init__(self, client: RedisHashes, *, prefix: str = "pricestream:cold_start:") -> None:
+    def __init__(self, client: RedisHashes, *, prefix: str = "pricestream:cold_start:pricestream:") -> None:
         self.client, self.prefix = client, prefix
 
     def _key(self, hotel_id: str) -> str:
@@ -148,12 +164,30 @@ class RedisHistoryStore:
         return None if raw is None else (raw.decode() if isinstance(raw, bytes) else str(raw))
 
     def counts(self, hotel_id: str) -> tuple[int, int]:
-        labels, bookings = self.client.hmget(self._key(hotel_id), ["labels", "bookings"])
-        return int(labels or 0), int(bookings or 0)
+        labels, bookings, joined_labels, joined_bookings = self.client.hmget(
+            self._key(hotel_id), ["labels", "bookings", "joined_labels", "joined_bookings"])
+        return int(labels or 0) + int(joined_labels or 0), int(bookings or 0) + int(joined_bookings or 0)
 
     def add_labels(self, hotel_id: str, *, labels: int, bookings: int) -> tuple[int, int]:
         key = self._key(hotel_id)
-        return int(self.client.hincrby(key, "labels", labels)), int(self.client.hincrby(key, "bookings", bookings))
+        self.client.hincrby(key, "labels", labels)
+        self.client.hincrby(key, "bookings", bookings)
+        return self.counts(hotel_id)
+
+    def set_joined(self, counts: Mapping[str, tuple[int, int]]) -> None:
+        for hotel_id, (labels, bookings) in counts.items():
+            self.client.hset(self._key(hotel_id), mapping={"joined_labels": str(labels),
+                                                           "joined_bookings": str(bookings)})
+
+
+def history_prefix(project: str) -> str:
+    """Key prefix of the cold-start history of Feast project ``project`` (one namespace per deployment).
+
+    Example:
+        >>> history_prefix("pricestream")
+        'pricestream:cold_start:pricestream:'
+    """
+    return f"pricestream:cold_start:{project}:"
 
 
 def _parse_seen(raw: Any) -> datetime | None:

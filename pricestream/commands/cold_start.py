@@ -87,9 +87,10 @@ def refit(
 def history_store(s: Settings) -> RedisHistoryStore:
     """The served hotels' cold-start history (first request, label counts) in the online store's Redis."""
     from features.connection import redis_client
-    from pricing.cold_start_serving import RedisHistoryStore
+    from pricing.cold_start_serving import RedisHistoryStore, history_prefix
 
-    return RedisHistoryStore(redis_client(s.features()))  # type: ignore[arg-type]
+    features = s.features()
+    return RedisHistoryStore(redis_client(features), prefix=history_prefix(features.project))  # type: ignore[arg-type]
 
 
 @app.command("history")

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,8 +72,29 @@ class Server:
         return self.proc.wait(timeout_s)
 
 
-def start_serve(env: dict[str, str], log: Path) -> Server:
-    """``pricestream serve`` as its own OS process; returns once ``/healthz`` answers."""
+FLEET = tuple(f"h{i}" for i in range(5))
+"""The hotels of :func:`request_body`: a fleet that traded before this deployment (cold start stage ``own``)."""
+
+
+def seed_mature(env: dict[str, str], hotels: Sequence[str]) -> None:
+    """Record ``hotels`` as mature in the deployment's cold-start history (as serve does for a hotel whose
+    behaviour is in the feature store at its first request), so the models price them from the first request."""
+    from datetime import UTC, datetime
+
+    import redis
+
+    from pricing.cold_start_serving import RedisHistoryStore, history_prefix
+
+    client = redis.Redis.from_url(env["PRICESTREAM_REDIS_URL"])
+    store = RedisHistoryStore(client, prefix=history_prefix(env["PRICESTREAM_FEAST_PROJECT"]))  # type: ignore[arg-type]
+    for hotel in hotels:
+        store.first_seen(hotel, datetime.now(tz=UTC), mature=lambda: True)
+    client.close()
+
+
+def start_serve(env: dict[str, str], log: Path, *, mature: Sequence[str] = FLEET) -> Server:
+    """``pricestream serve`` as its own OS process (``mature``: hotels with history); returns once it answers."""
+    seed_mature(env, mature)
     proc = subprocess.Popen([PRICESTREAM, "serve"], env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
     server = Server(env, proc, log)
     deadline = time.monotonic() + READY_WAIT_S

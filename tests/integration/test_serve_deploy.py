@@ -174,7 +174,7 @@ def _traded_hotel_rows(env: dict[str, str], hotel: str, stay: str) -> None:
 def test_cold_start_in_serve_a_new_hotel_is_priced_by_rules_then_transferred_a_traded_one_by_the_model(
     stack: StackConfig, tmp_path: Path
 ) -> None:
-    """``PRICESTREAM_COLD_START_SERVE``: the stage comes from the hotel's history, and is recorded on the decision."""
+    """Cold start, on by default: the stage comes from the hotel's history, and is recorded on the decision."""
     import time
     import uuid
     from datetime import UTC, datetime
@@ -183,7 +183,7 @@ def test_cold_start_in_serve_a_new_hotel_is_priced_by_rules_then_transferred_a_t
     from routing.calibration import Thresholds
     from routing.threshold_state import ThresholdStore
 
-    env = stack_env(stack, tmp_path / "state", PRICESTREAM_COLD_START_SERVE="true")
+    env = stack_env(stack, tmp_path / "state")
     seed_models(env)
     state = Settings(state_dir=Path(env["PRICESTREAM_STATE_DIR"]))
     ThresholdStore(state.router_thresholds()).publish(Thresholds(rules_below=0.0, heavy_above=0.99),

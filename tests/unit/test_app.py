@@ -64,6 +64,21 @@ def test_a_closed_path_audits_every_served_decision_and_a_late_request_never_rai
     assert {d.arm for d in decisions} == {"incumbent"}
 
 
+@pytest.mark.parametrize("serve", [True, False])
+def test_cold_start_is_on_by_default_and_its_setting_turns_it_off(
+    trained: tuple[Settings, str, str], tmp_path: Path, serve: bool
+) -> None:
+    from pricing.cold_start_serving import StagedScorer
+
+    s, _, _ = trained
+    update = {"rollout_state": tmp_path / "r.json"} | ({} if serve else {"cold_start_serve": False})
+    assert Settings.model_fields["cold_start_serve"].default is True
+    path = build_serving_path(s.model_copy(update=update), audit=False, publish="none",
+                              feature_source=MemoryFeatureSource())
+    path.close()
+    assert isinstance(path.scorer.arms.incumbent, StagedScorer) is serve
+
+
 def test_trainer_promotion_swap_promotes_now(trained: tuple[Settings, str, str]) -> None:
     s, _, version = trained
     assert promote_trained(s, version) == "promoted"
