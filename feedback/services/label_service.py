@@ -18,6 +18,15 @@ matrix; the service adds ``lead_time_days``, ``stay_dow`` and ``channel_code``
 the tier models without the original request. ``nights`` is not on a decision
 and stays missing.
 
+Cold start: with a :class:`LabelCounts` store (the serving path's hotel history,
+:class:`~pricing.cold_start_serving.RedisHistoryStore`) the service keeps each hotel's count of
+decisions labelled and of those booked (net of cancellations), checkpointed with the joiner, and
+sets those totals in the store before each commit. The stage rule of ``serve`` reads them, so a new
+hotel moves from ``transfer`` to ``own`` as its labels are joined. Totals, not increments: a batch
+replayed after an aborted transaction recomputes them from the restored state, so the store ends
+exact (it may show an aborted batch's labels until the replay). A store that cannot be written
+keeps them for the next batch: the labels themselves never wait on it.
+
 Example:
     >>> import uuid
     >>> from datetime import date, datetime, timezone
@@ -32,16 +41,18 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
 from pydantic import BaseModel, ConfigDict, Field
+from redis.exceptions import RedisError
 
 from events.config import KafkaConfig
 from events.errors import EventValidationError
@@ -75,6 +86,15 @@ DECISIONS = "pricing.decisions"
 BEHAVIOUR = "behaviour.events"
 LABELS = "feedback.labels"
 _REQUEST_KEYS = ("lead_time_days", "stay_dow", "channel_code")
+log = logging.getLogger("pricestream.labels")
+
+
+class LabelCounts(Protocol):
+    """Where each hotel's totals of labels written go (``serve``'s cold-start history)."""
+
+    def set_joined(self, counts: Mapping[str, tuple[int, int]]) -> None:
+        """Set ``hotel -> (labels, bookings)`` written so far."""
+        ...
 
 
 class LabelServiceConfig(BaseModel):
@@ -155,11 +175,17 @@ class LabelService(Step[Any]):
         runtime: runtime settings (``None``: :func:`runtime_config` of ``config``).
         registry: Prometheus registry of the runtime's series.
         stop_event: set it to stop :meth:`run` after the batch in hand.
+        counts: the hotels' label totals are set there before each commit (``None``: not kept).
     """
 
     def __init__(self, config: LabelServiceConfig, *, runtime: RuntimeConfig | None = None,
-                 registry: CollectorRegistry | None = None, stop_event: threading.Event | None = None) -> None:
+                 registry: CollectorRegistry | None = None, stop_event: threading.Event | None = None,
+                 counts: LabelCounts | None = None) -> None:
         self.config = config
+        self.counts = counts
+        self.by_hotel: dict[str, tuple[int, int]] = {}
+        """Decisions labelled and booked (their last label 1) per hotel, checkpointed with the offsets."""
+        self._unsent: set[str] = set()
         self.joiner = LabelJoiner(config.horizon, grace=config.grace)
         self.differences = DifferenceCounter(config.differences)
         self.checkpoints = Checkpoints(config.checkpoint_dir)
@@ -237,9 +263,30 @@ class LabelService(Step[Any]):
 
     def _emit(self, label: OutcomeLabel, price_paid: float | None) -> Output:
         self.differences.update(label, price_paid=price_paid)
+        labels, bookings = self.by_hotel.get(label.hotel_id, (0, 0))
+        # a revision flips its decision's label (cancelled 1 -> 0, late booking 0 -> 1): decisions, not records
+        first = label.revision == 0
+        booked = 1 if label.label == 1 else (-1 if not first else 0)
+        self.by_hotel[label.hotel_id] = (labels + first, bookings + booked)
+        self._unsent.add(label.hotel_id)
         self._batch.labels += 1
         self._batch.by_reason[label.reason] += 1
         return Output(LABELS, label.key.encode(), dumps(label))
+
+    def durable(self, *, force: bool) -> bool:
+        """Set the totals of the hotels labelled since the last write in the counts store (see the module)."""
+        if self.counts is None or not self._unsent:
+            return True
+        sent = {hotel: self.by_hotel[hotel] for hotel in self._unsent}
+        try:
+            self.counts.set_joined(sent)
+        except (RedisError, OSError) as exc:
+            log.warning("label counts not written, kept for the next batch", extra={
+                "event": "label_counts_unwritten", "hotels": len(sent), "error_class": type(exc).__name__,
+                "error_message": str(exc)[:300]})
+            return True
+        self._unsent.clear()
+        return True
 
     # ------------------------------------------------------------------ state
     def restore(self, committed: Mapping[str, int]) -> Offsets | None:
@@ -247,6 +294,8 @@ class LabelService(Step[Any]):
         if state is not None:
             self.restored_seq = self._seq = int(state["_seq"])
             self.joiner.load_state(state["joiner"])
+            self.by_hotel = {h: (int(n), int(b)) for h, (n, b) in state.get("by_hotel", {}).items()}
+            self._unsent = set(self.by_hotel)  # the store may hold an aborted batch's totals: set them again
             prefix = self.config.kafka.topic_prefix
             # keys are logical "topic:partition"; checkpoints before the runtime held physical names
             self._max_time = {k.removeprefix(prefix) if prefix else k: datetime.fromisoformat(v)
@@ -255,7 +304,8 @@ class LabelService(Step[Any]):
 
     def checkpoint(self, offsets: Mapping[str, int]) -> None:
         self._seq += 1
-        state = {"joiner": self.joiner.state_dict(), "max_time": {k: v.isoformat() for k, v in self._max_time.items()}}
+        state = {"joiner": self.joiner.state_dict(), "max_time": {k: v.isoformat() for k, v in self._max_time.items()},
+                 "by_hotel": {h: list(c) for h, c in self.by_hotel.items()}}
         self.checkpoints.save(self._seq, offsets, state)
 
     def describe(self) -> dict[str, Any]:
@@ -280,10 +330,11 @@ def run(
     max_idle_s: float | None = None,
     runtime: RuntimeConfig | None = None,
     registry: CollectorRegistry | None = None,
+    counts: LabelCounts | None = None,
 ) -> LabelRunStats:
     """Run the label service until ``stop_event`` is set or the inputs were idle for ``max_idle_s``."""
     rc = runtime or runtime_config(config, max_idle_s=max_idle_s)
-    service = LabelService(config, runtime=rc, registry=registry, stop_event=stop_event)
+    service = LabelService(config, runtime=rc, registry=registry, stop_event=stop_event, counts=counts)
     out = service.totals
     try:
         totals = service.runtime.run()

@@ -120,7 +120,12 @@ def _labels(o: Options, stop: threading.Event) -> Any:
         kafka=s.kafka(), checkpoint_dir=s.service_dir("labels"), horizon=o.horizon,
         group_id=_group(s, "feedback-labels"), transactional_id=_group(s, f"feedback-labels-{s.service_instance}"),
     )
-    return svc.run(config, stop_event=stop, runtime=svc.runtime_config(config, **o.runtime))
+    counts = None
+    if s.cold_start_serve:  # serve's cold-start stage reads each hotel's label totals from the same store
+        from pricestream.commands.cold_start import history_store
+
+        counts = history_store(s)
+    return svc.run(config, stop_event=stop, runtime=svc.runtime_config(config, **o.runtime), counts=counts)
 
 
 def _sampler(o: Options, stop: threading.Event) -> Any:
