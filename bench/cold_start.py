@@ -74,6 +74,8 @@ TRAIL_DAYS = 3
 """Days in the trailing share: one hotel's day holds a handful of bookings, too few for a daily ratio."""
 TARGET = 0.95
 RUNS = ("static", "dp", "staged", "rules_only", "transfer_only")
+STAGED_AT = "staged@"
+"""Run name prefix of ``staged`` with another ``--own-weights`` value (``staged@4``)."""
 ONBOARD = {"inventory": frozenset({"inventory", "competitor_rate"}), "none": frozenset()}
 """What a joining hotel brings (``--onboard``): ``inventory``, its channel manager's rooms left per night and the
 rate shopper's competitor rates (market data, collected whether or not the hotel is a customer), as an onboarding
@@ -178,7 +180,7 @@ def setup(name: str, args: argparse.Namespace, work: Path, say: Callable[[str], 
         for r in range(len(market.config.room_types)):
             dp.values(h, r)
     config = ColdStartConfig(transfer_after_days=args.transfer_after_days, own_after_labels=args.own_after_labels,
-                             own_after_bookings=args.own_after_bookings, own_weight=args.own_weight,
+                             own_after_bookings=args.own_after_bookings, own_weight=args.own_weights[0],
                              refit_price_response=args.refit_price_response == "refit")
     exploration = (ExplorationConfig(band=args.explore_band, arms=args.explore_arms, seed=args.market_seed)
                    if args.explore_band > 0 else None)
@@ -193,8 +195,13 @@ def request_of(offer: Offer) -> PricingRequest:
                           nights=offer.nights, channel=offer.channel, event_time=offer.at)  # type: ignore[arg-type]
 
 
-def staged_policy(s: Setup, which: str, seed: int, tally: Tally) -> tuple[Policy, Callable[[object], None]]:
-    """The scorers of ``staged`` / ``rules_only`` / ``transfer_only`` and the event feed of their features."""
+def staged_policy(s: Setup, which: str, seed: int, tally: Tally, *,
+                  own_weight: float | None = None) -> tuple[Policy, Callable[[object], None]]:
+    """The scorers of ``staged`` / ``rules_only`` / ``transfer_only`` and the event feed of their features.
+
+    ``own_weight`` replaces the refit's weight of the hotel's own labels (``None``: the first of ``--own-weights``).
+    """
+    config = s.config if own_weight is None else s.config.model_copy(update={"own_weight": own_weight})
     feats = StreamFeatures()
     source = AtRequestTime(feats)
     read: FeatureSource = source
@@ -208,11 +215,10 @@ def staged_policy(s: Setup, which: str, seed: int, tally: Tally) -> tuple[Policy
                           exploration=s.exploration)
 
     def refit(hotel: str, own: pd.DataFrame) -> Scorer:
-        paths = refit_bundles(s.bundles, own, s.work / f"own-{hotel}-{seed}", config=s.config,
+        paths = refit_bundles(s.bundles, own, s.work / f"own-{hotel}-{seed}-{config.own_weight:g}", config=config,
                               pooled_frame=s.pooled_frame, seed=seed)
         return scorer(s.market, source=read, bundles=(paths[0], paths[1]), capacity=s.capacity)  # type: ignore[arg-type]
 
-    config = s.config
     if which == "rules_only":
         config = config.model_copy(update={"transfer_after_days": float("inf")})
     elif which == "transfer_only":
@@ -243,17 +249,21 @@ def staged_policy(s: Setup, which: str, seed: int, tally: Tally) -> tuple[Policy
 
 
 def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, list[Tally]]:
-    results: dict[str, list[Tally]] = {r: [] for r in RUNS}
+    extra = tuple(f"{STAGED_AT}{w:g}" for w in args.own_weights[1:])
+    results: dict[str, list[Tally]] = {r: [] for r in (*RUNS, *extra)}
     with tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp:
         s = setup(name, args, Path(tmp), say)
         for seed in range(args.seeds):
-            for which in RUNS:
+            for which in (*RUNS, *extra):
                 t1 = time.perf_counter()
                 tally = Tally()
                 if which == "static":
                     policy, on_event = static_policy(s.market), None
                 elif which == "dp":
                     policy, on_event = s.dp.policy(), None
+                elif which.startswith(STAGED_AT):  # the same new hotel, its refit weighted otherwise
+                    policy, on_event = staged_policy(s, "staged", seed, tally,
+                                                     own_weight=float(which.removeprefix(STAGED_AT)))
                 else:
                     policy, on_event = staged_policy(s, which, seed, tally)
                 out = run(s.market, policy, start=s.start, days=args.days, seed=seed, on_event=on_event)
@@ -287,6 +297,8 @@ class Summary:
     """First day from which the trailing share stays >= 95% of the mature hotels' trailing share on the same days."""
     totals: dict[str, float]
     """Run -> the new hotel's revenue over the window (sum over seeds)."""
+    by_weight: dict[str, tuple[float, float, int | None, int | None]] = field(default_factory=dict)
+    """``staged`` and each ``staged@W`` -> (window revenue, share of DP on the own days, days to 95% by both)."""
 
 
 def summarise(results: dict[str, list[Tally]], days: int) -> Summary:
@@ -313,13 +325,21 @@ def summarise(results: dict[str, list[Tally]], days: int) -> Summary:
         idx = [d for d in range(days) if stage_of_day[d] == st]
         if idx:
             stage_share[st] = float(staged[idx].sum() / dp_new[idx].sum())
-    ok = trailing >= TARGET * mature_share
-    reach = next((d for d in range(days) if ok[d:].all()), None)
-    same = trailing >= TARGET * mature_trailing
-    reach_same = next((d for d in range(days) if same[d:].all()), None)
+    def reached(revenue: np.ndarray, mature: float | np.ndarray) -> int | None:
+        ok = _trailing(revenue, dp_new) >= TARGET * mature
+        return next((d for d in range(days) if ok[d:].all()), None)
+
+    reach, reach_same = reached(staged, mature_share), reached(staged, mature_trailing)
     totals = {w: float(per_day(w, new).sum()) for w in RUNS}
+    own_days = [d for d in range(days) if stage_of_day[d] == "own"]
+    by_weight = {}
+    for run_name in ("staged", *(r for r in results if r.startswith(STAGED_AT))):
+        revenue = per_day(run_name, new)
+        own = float(revenue[own_days].sum() / dp_new[own_days].sum()) if own_days else float("nan")
+        by_weight[run_name] = (float(revenue.sum()), own, reached(revenue, mature_share),
+                               reached(revenue, mature_trailing))
     return Summary(days, mature_share, share, trailing, staged / per_day("static", new) - 1.0, stage_of_day,
-                   stage_share, reach, mature_trailing, reach_same, totals)
+                   stage_share, reach, mature_trailing, reach_same, totals, by_weight)
 
 
 def _trailing(revenue: np.ndarray, dp: np.ndarray) -> np.ndarray:
@@ -341,6 +361,11 @@ def report(name: str, sm: Summary) -> str:
     print("window, new hotel (sum over seeds): " + ", ".join(f"{w} {v:,.0f}" for w, v in t.items())
           + f"; staged over static {t['staged'] / t['static'] - 1:+.1%}, over rules only "
           f"{t['staged'] / t['rules_only'] - 1:+.1%}; share of DP {t['staged'] / t['dp']:.3f}")
+    for run_name, (total, own, r1, r2) in sm.by_weight.items():
+        shown = (f"day {d}" if d is not None else f"not within {sm.days}" for d in (r1, r2))
+        print(f"own weight, {run_name}: window {total:,.0f} ({total / t['static'] - 1:+.1%} vs static, "
+              f"{total / t['transfer_only'] - 1:+.1%} vs transfer only); share of DP on own days {own:.3f}; "
+              f"95% reached {next(shown)} (whole window), {next(shown)} (same days)")
     reach, same = (f"on day {d}" if d is not None else f"not within {sm.days} days"
                    for d in (sm.days_to_target, sm.days_to_target_same_day))
     stages = ", ".join(f"{k} {v:.3f}" for k, v in sm.stage_share.items())
@@ -391,7 +416,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--transfer-after-days", type=float, default=1.0)
     parser.add_argument("--own-after-labels", type=int, default=300)
     parser.add_argument("--own-after-bookings", type=int, default=10)
-    parser.add_argument("--own-weight", type=float, default=1.0)
+    parser.add_argument("--own-weights", type=float, nargs="+", default=[ColdStartConfig().own_weight],
+                        help="weight of the new hotel's own labels in its refit: the first is `staged`'s; each "
+                             "other one adds a run `staged@W` on the same shoppers (default: the service's)")
     parser.add_argument("--refit-price-response", choices=("keep", "refit"), default="keep",
                         help="stage three keeps the pooled price response (trees only refitted) or refits it")
     parser.add_argument("--explore-band", type=float, default=0.10,
@@ -415,7 +442,8 @@ def main(argv: list[str] | None = None) -> None:
         last.append(report(name, summaries[name]))
     plot(summaries, args.png)
     print(f"\nplot: {args.png}; {args.days} days, {args.seeds} seeds, {args.hotels} hotels per preset "
-          f"(the last one new), {time.perf_counter() - started:.0f}s")
+          f"(the last one new), own weights {args.own_weights} (the first is `staged`'s), "
+          f"{time.perf_counter() - started:.0f}s")
     print("; ".join(last))
 
 

@@ -171,8 +171,9 @@ class Settings(BaseSettings):
     """Cold start: labels of its own before a new hotel's models are refitted on them (stage three)."""
     cold_start_own_after_bookings: int = Field(default=10, ge=0)
     """Cold start: bookings among those labels before the refit."""
-    cold_start_own_weight: float = Field(default=4.0, gt=0.0)
-    """Cold start: weight of one of the hotel's own labels against one pooled row in the refit."""
+    cold_start_own_weight: float | None = Field(default=None, gt=0.0)
+    """Cold start: weight of one of the hotel's own labels against one pooled row in the refit (``None``: the
+    measured default of ``pricing.cold_start.ColdStartConfig``, which ``bench/cold_start.py`` runs too)."""
     cold_start_serve: bool = True
     """Cold start in ``serve`` / ``serve-stream`` and the label service: each hotel priced in its stage, recorded
     on the decision as ``cold_start:<stage>`` (``pricing.cold_start_serving``; its history in Redis, its label

@@ -23,10 +23,10 @@ def cold_start_config(s: Settings) -> ColdStartConfig:
     """The :class:`pricing.cold_start.ColdStartConfig` of the settings."""
     from pricing.cold_start import ColdStartConfig
 
+    weight = {} if s.cold_start_own_weight is None else {"own_weight": s.cold_start_own_weight}
     return ColdStartConfig(transfer_after_days=s.cold_start_transfer_after_days,
                            own_after_labels=s.cold_start_own_after_labels,
-                           own_after_bookings=s.cold_start_own_after_bookings,
-                           own_weight=s.cold_start_own_weight)
+                           own_after_bookings=s.cold_start_own_after_bookings, **weight)
 
 
 @app.command("stage")
