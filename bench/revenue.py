@@ -43,6 +43,7 @@ with a 95% t-interval over seeds. Writes ``reports/revenue.png``.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -65,10 +66,11 @@ from pricestream.demo import market_rule_spec
 from pricing.bid_price import BidPriceConfig, BookingCurve, nights_mix
 from pricing.exploration import ExplorationConfig
 from pricing.models import DemandModelConfig
+from pricing.price_response import fit_price_response
 from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig
 from pricing.tiers import load_pricer
-from pricing.training import train_bundle
+from pricing.training import META_FILE, train_bundle
 from routing.calibration import DEFAULT_THRESHOLDS, Thresholds
 from routing.router import TieredRouter
 
@@ -178,12 +180,27 @@ def latency_line(latencies: list[float], pricers: tuple[object, ...]) -> str:
     return f"decision latency p50 {p50:.2f} ms p99 {p99:.2f} ms over {len(latencies)}; bid cache hits {share:.1%}"
 
 
-def train(market: Market, *, start: datetime, rows: int, seed: int, work: Path) -> tuple[Path, Path]:
-    """A light and a heavy bundle on 60 days of the preset's history before ``start``."""
+def train(market: Market, *, start: datetime, rows: int, seed: int, work: Path, response: str = "both"
+          ) -> tuple[Path, Path]:
+    """A light and a heavy bundle on 60 days of the preset's history before ``start``.
+
+    ``response`` (an experiment; the service fits ``both``): which terms of the pooled price response are
+    fitted (``none``, ``lead``, ``season``, ``both``), or ``both_flat_season``: both fitted, the season term
+    then dropped, so the quote sees the year's mean season.
+    """
     frame = training_frame(market, n=rows, seed=seed, start=start - timedelta(days=60), days=60)
     light = train_bundle(frame, work / "light", tier="light", seed=seed, config=DemandModelConfig(num_trees=60))
     heavy_cfg = DemandModelConfig(n_members=3, num_trees=120, bootstrap=True)
     heavy = train_bundle(frame, work / "heavy", tier="heavy", seed=seed, config=heavy_cfg)
+    if response != "both":
+        curve = fit_price_response(frame, lead=response != "none" and response != "season",
+                                   season=response in ("season", "both_flat_season"))
+        if curve is not None and response == "both_flat_season":
+            curve = curve._replace(season=(0.0, 0.0))
+        for path in (light.path, heavy.path):
+            meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
+            meta["price_response"] = None if curve is None else curve.to_json()
+            (path / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
     return light.path, heavy.path
 
 
@@ -199,7 +216,8 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
     say(f"{name}: DP solved for {market.config.hotels * len(market.config.room_types)} (hotel, room type) "
         f"in {time.perf_counter() - t0:.1f}s")
     with tempfile.TemporaryDirectory(prefix="bench-revenue-") as tmp:
-        bundles = train(market, start=start, rows=args.rows, seed=args.market_seed, work=Path(tmp))
+        bundles = train(market, start=start, rows=args.rows, seed=args.market_seed, work=Path(tmp),
+                        response=args.response)
         capacity = history(market, start, seed=10_000, method=args.bid_method, beyond=args.beyond_trained,
                            covering=args.covering_stays)
         say(f"{name}: models trained; warm-up history: {capacity.rooms_per_booking:.2f} rooms and "
@@ -328,6 +346,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="also run pricestream with --stay-bids flipped (policy 'stay_flipped')")
     parser.add_argument("--compare-fluid", action="store_true",
                         help="also run pricestream with the fluid bid (policy 'fluid_bid')")
+    parser.add_argument("--response", choices=("both", "lead", "season", "none", "both_flat_season"), default="both",
+                        help="terms of the pooled price response fitted (an experiment; the service fits both)")
     parser.add_argument("--bounds", action=argparse.BooleanOptionalAction, default=True,
                         help="solve the two fluid LP bounds per seed (25-90 s each; --no-bounds while iterating)")
     parser.add_argument("--policies", nargs="*", default=None, help="run only these (and dp, the reference)")

@@ -148,11 +148,12 @@ def _lead_terms(lead_days: float | None) -> tuple[float, float]:
     return (math.exp(-lead / LEAD_SCALES[0]), math.exp(-lead / LEAD_SCALES[1]))
 
 
-def fit_price_response(frame: pd.DataFrame) -> PriceResponse | None:
+def fit_price_response(frame: pd.DataFrame, *, lead: bool = True, season: bool = True) -> PriceResponse | None:
     """Maximum-likelihood pooled response from ``price``, ``base_rate``, ``booked`` (and ``weight``).
 
     With ``lead_time_days`` (rows both near and far from arrival: ``LEAD_MIN_ROWS``) the lead terms are
-    fitted, with ``stay_date`` covering ``SEASON_MIN_MONTHS`` months the season harmonic; else they are 0.
+    fitted, with ``stay_date`` covering ``SEASON_MIN_MONTHS`` months the season harmonic; else, or with
+    ``lead`` / ``season`` off, they are 0.
     ``None`` when the frame cannot identify the curve (fewer than ``MIN_ROWS`` usable rows, no booking,
     no price spread).
 
@@ -166,16 +167,17 @@ def fit_price_response(frame: pd.DataFrame) -> PriceResponse | None:
     base = frame["base_rate"].to_numpy(dtype=np.float64)
     y = frame["booked"].to_numpy(dtype=np.float64)
     w = frame["weight"].to_numpy(dtype=np.float64) if "weight" in frame.columns else np.ones(len(y))
-    lead = _column(frame, "lead_time_days")
+    lead_days = _column(frame, "lead_time_days")
     doy = _day_of_year(frame)
     ok = np.isfinite(price) & np.isfinite(base) & (price > 0) & (base > 0) & np.isfinite(y) & np.isfinite(w)
     x, y, w = np.log(price[ok] / base[ok]), y[ok], w[ok]
     if len(y) < MIN_ROWS or y.sum() <= 0 or np.ptp(x) <= 0.05 or w.sum() <= 0:
         return None
-    lead, doy = lead[ok], doy[ok]
-    use_lead = bool(np.sum(lead < LEAD_SCALES[0]) >= LEAD_MIN_ROWS and np.sum(lead > LEAD_SCALES[1]) >= LEAD_MIN_ROWS)
-    use_season = _months(doy) >= SEASON_MIN_MONTHS
-    g = np.exp(-np.maximum(np.nan_to_num(lead, nan=np.inf), 0.0)[:, None] / np.array(LEAD_SCALES))
+    lead_days, doy = lead_days[ok], doy[ok]
+    near, far = np.sum(lead_days < LEAD_SCALES[0]), np.sum(lead_days > LEAD_SCALES[1])
+    use_lead = lead and bool(near >= LEAD_MIN_ROWS and far >= LEAD_MIN_ROWS)
+    use_season = season and _months(doy) >= SEASON_MIN_MONTHS
+    g = np.exp(-np.maximum(np.nan_to_num(lead_days, nan=np.inf), 0.0)[:, None] / np.array(LEAD_SCALES))
     angle = 2.0 * math.pi * np.nan_to_num(doy, nan=0.0) / _YEAR_DAYS
     harm = np.where(np.isfinite(doy)[:, None], np.stack([np.cos(angle), np.sin(angle)], axis=1), 0.0)
     theta = _maximise(x, y, w / w.mean(), g if use_lead else None, harm if use_season else None)
