@@ -61,7 +61,7 @@ BETA_RANGE = (1.05, 12.0)
 LEAD_SCALES = (7.0, 30.0)
 """E-folding lead times (days) of the two lead terms: a week, the last-minute window in which business shoppers
 book and pay a premium; a month, over which the mix moves from agents and groups to direct and corporate
-shoppers. One term alone (a week) left the city's 8-21-day prices 6% above the truth's."""
+shoppers."""
 LEAD_MIN_ROWS = 100
 """Rows needed both under ``LEAD_SCALES[0]`` days and over ``LEAD_SCALES[1]`` days before the lead terms are fitted."""
 SEASON_MIN_MONTHS = 10
