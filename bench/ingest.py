@@ -73,6 +73,7 @@ except ModuleNotFoundError:  # run as a script: bench/ is the path's first entry
 
 PARTITIONS = 6  # as events.topics registers behaviour.events and features.v1
 _REST_GONE_S = 180.0  # REST silent this long after answering: the job's MiniCluster is gone (a busy host is slow)
+_JOB_END_TIMEOUT_S = 1800.0
 WRITER_BATCH = 2000  # rows per Redis round trip; the writer's default (500) is sized for latency, not bulk
 
 
@@ -270,8 +271,12 @@ def watch_job(port: int, result: TableResult | StreamJob, *, watch_sink: bool = 
         if out["state"] in {"FINISHED", "FAILED", "CANCELED"}:
             break
         time.sleep(0.5)
-    ended.wait(_REST_GONE_S)
-    out["end_s"] = out.get("ended_s", time.perf_counter())
+    # A busy host's REST can stop answering for a while before the job ends: the figures wait for the
+    # job itself (a bounded job ends once it read everything), never for the last REST sample only.
+    if not ended.wait(_JOB_END_TIMEOUT_S):
+        msg = f"watch: job {jid} did not end within {_JOB_END_TIMEOUT_S:.0f} s of its last REST answer"
+        raise RuntimeError(msg)
+    out["end_s"] = out["ended_s"]
     out["jvm_cpu_last_s"] = out.get("jvm_cpu_end_s", out.get("jvm_cpu_last_s", 0.0))
     return out
 

@@ -4,11 +4,12 @@ Everything runs on the JVM (``pipelines/udf``); Python only assembles the specs,
 one declaration of the views (:data:`events.catalog.VIEW_SPECS`) and of the Redis layout
 (:mod:`features.layout`). :func:`source_spec` configures ``SourceJob.java`` (read, parse once,
 validate, split valid / inventory / dead letters), :func:`tile_spec` the tile operators
-(``TileAggregator.java``), which emit each changed view's window values, :func:`sink_spec` and
+(``TileAggregator.java``), which emit each changed entity's window values (one row for all
+the views of its group), :func:`sink_spec` and
 :func:`redis_sink_spec` the sinks (``SinkJob.java``, ``RedisFeatureSink.java``). The inventory view
 is a state: its rows carry ``event_time_ms * 1e6 + offset % 1e6`` as version (deterministic on replay,
 tie-broken by the partition offset). Both land on ``features.v1`` and in Redis as value rows, one per
-(entity, view).
+(entity, view): the sinks split a group's row per view.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def sink_spec(config: FeatureJobConfig) -> str:
     return json.dumps({
         "bootstrap": config.bootstrap_servers,
         "views": {name: list(names) for name, (_, names) in VIEWS.items()},  # a row's features, in this order
+        "groups": _group_views(),  # a group's row: its views' features one after another, split per view
         "properties": dict(config.kafka_properties),  # SASL and TLS on a secure stack
         "features": {
             "topic": config.topic(config.sink_topic),
@@ -94,30 +96,50 @@ def source_spec(config: FeatureJobConfig) -> str:
     })
 
 
+def tile_groups() -> dict[str, list[ViewSpec]]:
+    """The tiled views per entity group (views keyed alike), by group name, in catalogue order.
+
+    A group of several views emits one value row per entity and flush with all its views' features
+    (``TileAggregator.java``); the sinks split it per view (:func:`sink_spec`, :func:`redis_sink_spec`).
+
+    Example:
+        >>> {name: [v.name for v in views] for name, views in tile_groups().items()}["stay"]
+        ['stay_1h', 'stay_24h', 'stay_7d', 'stay_14d']
+    """
+    groups: dict[str, list[ViewSpec]] = {}
+    for spec in VIEW_SPECS:
+        if spec.tile_ms is not None:
+            groups.setdefault("stay" if spec.keys == STAY_KEYS else "_".join(spec.keys), []).append(spec)
+    return groups
+
+
+def _group_views() -> dict[str, list[str]]:
+    """Group name -> its views, for the groups whose rows carry several views (what the sinks split)."""
+    return {name: [v.name for v in views] for name, views in tile_groups().items() if len(views) > 1}
+
+
 def tile_spec(config: FeatureJobConfig) -> str:
     """JSON of the windowed views for ``TileSpec.java``: input columns, entity groups, tiles, partials, features.
 
     ``horizon_ms`` is how long an entity stays in the operator's state after its newest event: the
     longest window and its tile (a value can still change) plus the allowed lateness.
     """
-    tiled = [spec for spec in VIEW_SPECS if spec.tile_ms is not None]
-    groups: dict[tuple[str, ...], list[ViewSpec]] = {}
-    for spec in tiled:
-        groups.setdefault(spec.keys, []).append(spec)
+    groups = tile_groups()
+    tiled = [spec for specs in groups.values() for spec in specs]
     horizon = max((spec.window_ms or 0) + (spec.tile_ms or 0) for spec in tiled) + config.allowed_lateness_ms
     return json.dumps({
         "columns": list(tile_columns()),
         "flush_ms": config.flush_ms,
         "horizon_ms": horizon,
         "groups": [{
-            "name": "stay" if keys == STAY_KEYS else "_".join(keys),
-            "keys": list(keys),
+            "name": name,
+            "keys": list(specs[0].keys),
             "views": [{
                 "name": spec.name, "tile_ms": spec.tile_ms, "window_ms": spec.window_ms,
                 "rates": spec.competitor_rates, "partials": list(spec.partials),
                 "features": [{"name": f.name, "agg": f.agg, "column": f.column} for f in spec.features],
             } for spec in specs],
-        } for keys, specs in groups.items()],
+        } for name, specs in groups.items()],
     })
 
 
@@ -156,6 +178,7 @@ def redis_sink_spec(config: FeatureJobConfig) -> str:
         "retry_ms": online.retry_ms, "project": online.project, "script": CAS_SCRIPT,
         "batch_rows": online.batch_rows, "rows_per_call": online.rows_per_call, "flush_ms": online.flush_ms,
         "lag_edges_ms": list(SINK_LAG_EDGES_MS),
+        "groups": _group_views(),
         "views": {name: {
             "prefix": b64(entity_key_prefix(keys)), "key_count": len(keys), "string_tag": b64(string_tag()),
             "version_field": b64(version_field(name)), "ts_field": b64(ts_field(name)),

@@ -95,6 +95,8 @@ public final class RedisFeatureSink implements Sink<Row> {
         long flushMs;
         long[] lagEdgesMs;
         final Map<String, ViewLayout> views = new HashMap<>();
+        /** A group row's views, in the order of its features. */
+        final Map<String, ViewLayout[]> groups = new HashMap<>();
 
         static Spec parse(String json) throws IOException {
             JsonNode root = JsonMapper.builder().build().readTree(json);
@@ -146,6 +148,20 @@ public final class RedisFeatureSink implements Sink<Row> {
             }
             if (s.views.isEmpty()) {
                 throw new IllegalArgumentException("redis sink spec: got no views, expected the layout of each view");
+            }
+            Iterator<Map.Entry<String, JsonNode>> gs = root.get("groups").fields();
+            while (gs.hasNext()) {
+                Map.Entry<String, JsonNode> g = gs.next();
+                ViewLayout[] members = new ViewLayout[g.getValue().size()];
+                for (int i = 0; i < members.length; i++) {
+                    String view = g.getValue().get(i).asText();
+                    members[i] = s.views.get(view);
+                    if (members[i] == null) {
+                        throw new IllegalArgumentException("redis sink spec: group '" + g.getKey() + "' names view '"
+                            + view + "', expected one of " + s.views.keySet());
+                    }
+                }
+                s.groups.put(g.getKey(), members);
             }
             return s;
         }
@@ -329,35 +345,43 @@ public final class RedisFeatureSink implements Sink<Row> {
         public void write(Row row, Context context) throws IOException {
             // the columns of TileJob.OUTPUT_NAMES: hotel_id, room_type, stay_date, view, feature_time,
             // version, publish_time, features
+            // a group's row holds its views' features one after another (TileAggregator.emit)
             String view = (String) row.getField(3);
-            ViewLayout layout = spec.views.get(view);
-            if (layout == null) {
-                throw new IOException("redis sink: view '" + view + "' has no layout in the sink spec");
+            ViewLayout[] layouts = spec.groups.get(view);
+            if (layouts == null) {
+                ViewLayout layout = spec.views.get(view);
+                if (layout == null) {
+                    throw new IOException("redis sink: view '" + view + "' has no layout in the sink spec");
+                }
+                layouts = new ViewLayout[] {layout};
             }
             String hotel = (String) row.getField(0);
             Object roomField = row.getField(1);
             Object stayField = row.getField(2);
-            String room = layout.keyCount == 1 || roomField == null ? "" : (String) roomField;
-            String stay = layout.keyCount == 1 || stayField == null ? "" : (String) stayField;
+            ViewLayout first = layouts[0];
+            String room = first.keyCount == 1 || roomField == null ? "" : (String) roomField;
+            String stay = first.keyCount == 1 || stayField == null ? "" : (String) stayField;
             long version = ((Number) row.getField(5)).longValue();
-            byte[][] values = new byte[layout.names.size()][];
-            java.util.Arrays.fill(values, EMPTY);
-            double[] xs = (double[]) row.getField(7);  // the view's features in catalogue order, NaN for none
-            for (int i = 0; i < xs.length && i < values.length; i++) {
-                if (!Double.isNaN(xs[i]) && !Double.isInfinite(xs[i])) {
-                    values[i] = encodeDouble(xs[i]);
-                }
-            }
+            long featureTime = ((Number) row.getField(4)).longValue();
             Object published = row.getField(6);
-            Pending held = new Pending(layout, version, ((Number) row.getField(4)).longValue(),
-                                       published == null ? -1L : ((Number) published).longValue(), values);
+            long publish = published == null ? -1L : ((Number) published).longValue();
+            double[] xs = (double[]) row.getField(7);  // the views' features in catalogue order, NaN for none
             Group last = pending.isEmpty() ? null : pending.get(pending.size() - 1);
-            if (last == null || !last.holds(layout.prefix, hotel, room, stay)) {
-                last = new Group(entityKey(layout, hotel, room, stay), layout.prefix, hotel, room, stay);
+            if (last == null || !last.holds(first.prefix, hotel, room, stay)) {
+                last = new Group(entityKey(first, hotel, room, stay), first.prefix, hotel, room, stay);
                 pending.add(last);
             }
-            if (last.add(held)) {
-                pendingRows++;
+            int at = 0;
+            for (ViewLayout layout : layouts) {
+                byte[][] values = new byte[layout.names.size()][];
+                for (int i = 0; i < values.length; i++) {
+                    double x = at + i < xs.length ? xs[at + i] : Double.NaN;
+                    values[i] = Double.isNaN(x) || Double.isInfinite(x) ? EMPTY : encodeDouble(x);
+                }
+                at += values.length;
+                if (last.add(new Pending(layout, version, featureTime, publish, values))) {
+                    pendingRows++;
+                }
             }
             if (pendingRows >= spec.batchRows) {
                 send();

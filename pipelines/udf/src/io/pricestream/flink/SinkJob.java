@@ -2,12 +2,14 @@ package io.pricestream.flink;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 
+import org.apache.flink.api.common.functions.FlatMapFunction;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
@@ -18,6 +20,7 @@ import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.types.Row;
+import org.apache.flink.util.Collector;
 
 /**
  * The sink side of the feature job, as DataStream sinks on the rows the tile operator and the source
@@ -59,7 +62,18 @@ public final class SinkJob {
             }
             names.put(view.getKey(), inOrder);
         }
-        values.sinkTo(kafka(bootstrap, producer, features, new ValueRows(features.get("topic").asText(), names)))
+        Map<String, String[]> groups = new HashMap<>();
+        for (Iterator<Map.Entry<String, JsonNode>> it = spec.get("groups").fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> group = it.next();
+            String[] views = new String[group.getValue().size()];
+            for (int i = 0; i < views.length; i++) {
+                views[i] = group.getValue().get(i).asText();
+            }
+            groups.put(group.getKey(), views);
+        }
+        values.flatMap(new PerView(groups, names)).returns(TileJob.outputType())
+            .name("value rows per view").uid("pricestream-rows-per-view")
+            .sinkTo(kafka(bootstrap, producer, features, new ValueRows(features.get("topic").asText(), names)))
             .name("features.v1: value rows").uid("pricestream-sink-features");
         JsonNode dlq = spec.get("dlq");
         deadLetters.sinkTo(kafka(bootstrap, producer, dlq, new DeadLetters(dlq.get("topic").asText())))
@@ -99,6 +113,39 @@ public final class SinkJob {
             .setTransactionalIdPrefix(target.get("transactional_id_prefix").asText())
             .setRecordSerializer(records)
             .build();
+    }
+
+    /**
+     * A group's row (one per entity and flush, its views' features one after another) as one row per
+     * view, in the group's order; a view's row passes as it is. Chained to the {@code features.v1}
+     * sink: the split costs no serialization.
+     */
+    static final class PerView implements FlatMapFunction<Row, Row> {
+        private static final long serialVersionUID = 1L;
+        private final Map<String, String[]> groups;
+        private final Map<String, String[]> names;
+
+        PerView(Map<String, String[]> groups, Map<String, String[]> names) {
+            this.groups = groups;
+            this.names = names;
+        }
+
+        @Override
+        public void flatMap(Row row, Collector<Row> out) {
+            String[] views = groups.get((String) row.getField(3));
+            if (views == null) {
+                out.collect(row);
+                return;
+            }
+            double[] all = (double[]) row.getField(7);
+            int at = 0;
+            for (String view : views) {
+                int n = names.get(view).length;
+                out.collect(Row.of(row.getField(0), row.getField(1), row.getField(2), view, row.getField(4),
+                    row.getField(5), row.getField(6), Arrays.copyOfRange(all, at, at + n)));
+                at += n;
+            }
+        }
     }
 
     /** A value row as its {@code features.v1} record: JSON key and value, written field by field. */

@@ -26,7 +26,7 @@ import org.apache.flink.types.Row;
  * competitor). The entity is then marked dirty, and at the next flush boundary (every
  * {@code flush_ms} of processing time, one operator timer for all entities, not a timer per entity;
  * and before every checkpoint barrier, so no checkpoint holds an entity with rows still to send) it
- * emits one row per changed view: the view's values as of the
+ * emits one row for its group's views (see {@link #emit}): each view's values as of the
  * entity's newest event (its anchor) over the tiles that start at or after
  * {@code floor(anchor, tile) - window}, the semantics of {@code events.catalog}. Tiles below that
  * floor can never be in a window again (the anchor only grows) and are dropped; an event whose tile
@@ -311,9 +311,18 @@ public class TileAggregator extends AbstractStreamOperator<Row>
         }
     }
 
+    /**
+     * Emits the entity's rows. A group of one view emits its row when it changed; a group of several
+     * emits one row for all of them (named after the group, the views' features one after another,
+     * every view as of the anchor, changed or not: an unchanged view's values are the same again), which
+     * the sinks split per view: one record crosses to each sink task per entity instead of one per view.
+     */
     private void emit(EntityState st) {
+        boolean whole = group.views.size() > 1;
+        double[] all = whole ? new double[group.featureCount] : null;
+        int at = 0;
         for (int v = 0; v < group.views.size(); v++) {
-            if (!st.changed[v]) {
+            if (!whole && !st.changed[v]) {
                 continue;
             }
             TileSpec.View view = group.views.get(v);
@@ -358,17 +367,30 @@ public class TileAggregator extends AbstractStreamOperator<Row>
                 }
                 Arrays.sort(rates);
             }
+            st.changed[v] = false;
+            if (whole) {
+                for (int i = 0; i < view.features.size(); i++) {
+                    all[at++] = value(view.features.get(i), totals, rates);
+                }
+                continue;
+            }
             double[] values = new double[view.features.size()];  // the view's features in catalogue order
             for (int i = 0; i < values.length; i++) {
                 values[i] = value(view.features.get(i), totals, rates);
             }
-            // the columns of TileJob.OUTPUT_NAMES, by position
-            Row row = Row.of(st.keys[0], st.keys.length > 1 ? st.keys[1] : null, st.keys.length > 2 ? st.keys[2] : null,
-                view.name, st.anchor, st.version, st.publish, values);
-            output.collect(record.replace(row));
-            st.changed[v] = false;
+            collect(st, view.name, values);
+        }
+        if (whole) {
+            collect(st, group.name, all);
         }
         st.dirty = false;
+    }
+
+    private void collect(EntityState st, String view, double[] values) {
+        // the columns of TileJob.OUTPUT_NAMES, by position
+        Row row = Row.of(st.keys[0], st.keys.length > 1 ? st.keys[1] : null, st.keys.length > 2 ? st.keys[2] : null,
+            view, st.anchor, st.version, st.publish, values);
+        output.collect(record.replace(row));
     }
 
     /** A feature's value over the window's totals; NaN when it has none (no rate, no event). */

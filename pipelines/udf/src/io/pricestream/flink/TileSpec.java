@@ -75,6 +75,8 @@ public final class TileSpec implements Serializable {
         final String name;
         final int[] keyIdx;
         final List<View> views = new ArrayList<>();
+        /** Features of all its views: the length of a group row's {@code features}. */
+        int featureCount;
 
         Group(String name, int[] keyIdx) {
             this.name = name;
@@ -125,6 +127,7 @@ public final class TileSpec implements Serializable {
                         names.indexOf("sum:" + column), names.indexOf("n:" + column), names.indexOf("sq:" + column)));
                 }
                 group.views.add(view);
+                group.featureCount += view.features.size();
             }
             groups.add(group);
         }
