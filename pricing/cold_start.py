@@ -62,6 +62,13 @@ RULE_PREFIX = "cold_start:"
 """Rule id prefix of the stage recorded on a decision (``cold_start:transfer``)."""
 
 
+OWN_WEIGHT = 1.0
+"""Default weight of a new hotel's own label against a pooled row in its refit. Measured with
+``bench/cold_start.py --own-weights 1 2 4`` (``docs/cold-start.md``, run 5): 1 and 2 level within the
+noise of 3 seeds, 4 below both at the resort (its own labels are priced by its own policy, so the more
+they weigh, the more the refit follows a confounded sample); of the two, 1 keeps more of the pooled data."""
+
+
 class ColdStartConfig(BaseModel):
     """The stage thresholds and the refit of stage three (settings ``PRICESTREAM_COLD_START_*``)."""
 
@@ -73,8 +80,8 @@ class ColdStartConfig(BaseModel):
     """Labels of its own (decisions joined with outcomes) before its models are refitted on them."""
     own_after_bookings: int = Field(default=10, ge=0)
     """Bookings among those labels: a refit on no positives learns nothing about demand."""
-    own_weight: float = Field(default=4.0, gt=0.0)
-    """Weight of one of its own labels against one pooled row in the refit."""
+    own_weight: float = Field(default=OWN_WEIGHT, gt=0.0)
+    """Weight of one of its own labels against one pooled row in the refit (the service's and the bench's)."""
     pooled_rows: int = Field(default=4000, ge=0)
     """Pooled rows (seeded sample) kept in the refit, so that the price response stays identified."""
     refit_trees: int = Field(default=20, ge=1)

@@ -274,3 +274,20 @@ def test_the_served_scorer_prices_as_before_when_the_history_store_fails(tmp_pat
     decision = staged.price(_request(NOW))
     assert decision.tier == "light" and decision.rule_ids[-1] == "cold_start:own"
     assert 60.0 <= decision.price <= 500.0
+
+
+def test_the_service_refits_with_the_measured_own_weight_unless_the_setting_says_otherwise() -> None:
+    from pricestream.commands.cold_start import cold_start_config
+    from pricestream.settings import Settings
+
+    assert ColdStartConfig().own_weight == 1.0  # measured in docs/cold-start.md; bench/cold_start.py's default
+    assert cold_start_config(Settings(cold_start_own_weight=None)).own_weight == 1.0
+    assert cold_start_config(Settings(cold_start_own_weight=2.5)).own_weight == 2.5
+
+
+def test_the_history_adds_the_label_services_totals_to_the_hand_added_counts() -> None:
+    store = MemoryHistoryStore()
+    store.set_joined({"h-new": (120, 4)})
+    assert store.add_labels("h-new", labels=10, bookings=1) == (130, 5)
+    store.set_joined({"h-new": (125, 4)})  # totals are set, not added: a replayed batch writes the same totals
+    assert store.counts("h-new") == (135, 5) and store.counts("h-other") == (0, 0)
