@@ -85,6 +85,11 @@ class FeatureJobConfig(BaseModel):
     flush_ms: int = Field(default=200, gt=0)
     """How often (processing time) the tile operator emits the window values of the entities that changed:
     the floor of freshness, and the interval whose updates of one entity fold into one row per view."""
+    backlog_flush_ms: int = Field(default=2000, gt=0)
+    """The flush interval while the input is behind by more than ``backlog_lag_ms`` (a backlog, a backfill, a
+    restart's replay): more of an entity's events fold into one row, and rows are what the job's cost follows."""
+    backlog_lag_ms: int = Field(default=5000, gt=0)
+    """How far behind (now minus the newest event's Kafka append time) the input must be for ``backlog_flush_ms``."""
     delivery: Literal["exactly-once", "at-least-once"] = "exactly-once"
     """Of the DLQ sink (a dead letter is not idempotent: at-least-once could repeat it)."""
     tile_delivery: Literal["exactly-once", "at-least-once"] = "at-least-once"

@@ -130,6 +130,8 @@ def tile_spec(config: FeatureJobConfig) -> str:
     return json.dumps({
         "columns": list(tile_columns()),
         "flush_ms": config.flush_ms,
+        "backlog_flush_ms": max(config.backlog_flush_ms, config.flush_ms),
+        "backlog_lag_ms": config.backlog_lag_ms,
         "horizon_ms": horizon,
         "groups": [{
             "name": name,

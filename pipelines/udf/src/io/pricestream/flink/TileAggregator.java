@@ -24,7 +24,8 @@ import org.apache.flink.types.Row;
  * <p>Per event, each view's tile (the event time floored to the view's tile size) gets an O(1) update
  * of its mergeable partials ({@code n}, {@code sum:c}, {@code n:c}, {@code sq:c}; the latest rate per
  * competitor). The entity is then marked dirty, and at the next flush boundary (every
- * {@code flush_ms} of processing time, one operator timer for all entities, not a timer per entity;
+ * {@code flush_ms} of processing time, or {@code backlog_flush_ms} while the input is behind (see
+ * {@link #catchingUp}), one operator timer for all entities, not a timer per entity;
  * and before every checkpoint barrier, so no checkpoint holds an entity with rows still to send) it
  * emits one row for its group's views (see {@link #emit}): each view's values as of the
  * entity's newest event (its anchor) over the tiles that start at or after
@@ -58,6 +59,9 @@ public class TileAggregator extends AbstractStreamOperator<Row>
     /** Keys with rows to emit at the next flush; never in a checkpoint (a barrier flushes first). */
     private transient LinkedHashSet<String> dirty;
     private transient StreamRecord<Row> record;
+    /** The greatest Kafka append time of the events read (how far behind the input is), and the last flush. */
+    private transient long newestPublish;
+    private transient long lastFlush;
 
     /**
      * One entity's tiles, newest event time, version and publish time, and what changed since the last flush.
@@ -151,15 +155,31 @@ public class TileAggregator extends AbstractStreamOperator<Row>
         timers = getInternalTimerService("user-timers", VoidNamespaceSerializer.INSTANCE, this);
         dirty = new LinkedHashSet<>();
         record = new StreamRecord<>(null);
+        newestPublish = Long.MIN_VALUE;
+        lastFlush = getProcessingTimeService().getCurrentProcessingTime();
         scheduleFlush();
     }
 
     private void scheduleFlush() {
         long now = getProcessingTimeService().getCurrentProcessingTime();
         getProcessingTimeService().registerTimer(now - Math.floorMod(now, spec.flushMs) + spec.flushMs, ts -> {
-            flush();
+            if (!catchingUp(ts)) {
+                flush();
+                lastFlush = ts;
+            }
             scheduleFlush();
         });
+    }
+
+    /**
+     * Whether this flush waits: the newest event read was appended more than {@code backlog_lag_ms}
+     * ago (a backlog, a backfill, a restart's replay) and the last flush is less than
+     * {@code backlog_flush_ms} old. Catching up, an entity's events of a longer interval fold into
+     * one row, which is what the job's cost follows; a job that keeps up flushes every {@code flush_ms}.
+     */
+    private boolean catchingUp(long now) {
+        return spec.backlogFlushMs > spec.flushMs && newestPublish != Long.MIN_VALUE
+            && now - newestPublish > spec.backlogLagMs && now - lastFlush < spec.backlogFlushMs;
     }
 
     /** Emits the changed views of every dirty entity. */
@@ -234,7 +254,9 @@ public class TileAggregator extends AbstractStreamOperator<Row>
         st.anchor = anchor;
         st.version = Math.max(st.version, offset);
         if (published != null) {
-            st.publish = Math.max(st.publish, ((Number) published).longValue());
+            long publish = ((Number) published).longValue();
+            st.publish = Math.max(st.publish, publish);
+            newestPublish = Math.max(newestPublish, publish);
         }
         st.dirty = true;
         dirty.add((String) getCurrentKey());

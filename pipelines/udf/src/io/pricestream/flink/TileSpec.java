@@ -87,6 +87,9 @@ public final class TileSpec implements Serializable {
     final List<String> columns = new ArrayList<>();
     final List<Group> groups = new ArrayList<>();
     final long flushMs;
+    /** The flush interval while the input is behind by more than {@link #backlogLagMs} (catching up). */
+    final long backlogFlushMs;
+    final long backlogLagMs;
     final long horizonMs;
     final int timeIdx;
     final int offsetIdx;
@@ -99,6 +102,8 @@ public final class TileSpec implements Serializable {
             columns.add(c.asText());
         }
         flushMs = root.get("flush_ms").asLong();
+        backlogFlushMs = root.get("backlog_flush_ms").asLong();
+        backlogLagMs = root.get("backlog_lag_ms").asLong();
         horizonMs = root.get("horizon_ms").asLong();
         timeIdx = column("event_time_ms");
         offsetIdx = column("src_offset");
