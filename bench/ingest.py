@@ -608,7 +608,8 @@ def freshness(stack: StackConfig, args: argparse.Namespace, *, delivery: str, ra
     else:
         print(f"  job not running at the end: {root_exception(port, jid)}")
     out: dict[str, float | str] = {
-        "online": args.online, "delivery": delivery, "rate": rate, "rows": count, "p50_s": p50, "p99_s": p99,
+        "online": args.online, "delivery": delivery, "rate": rate, "checkpoint_ms": args.checkpoint_ms,
+        "rows": count, "p50_s": p50, "p99_s": p99,
         "max_s": top, "load_1m": load[0], "produced": int(rate * seconds), "rows_total": rows_total,
         "redis_keys_deleted": cleanup(features),
     }
@@ -643,7 +644,9 @@ def main() -> None:
     parser.add_argument("--deliveries", default="at-least-once", help="of the tile sink, comma-separated")
     parser.add_argument("--duration", type=float, default=60.0, help="measured seconds per freshness run")
     parser.add_argument("--warmup", type=float, default=10.0)
-    parser.add_argument("--checkpoint-ms", type=int, default=1000)
+    parser.add_argument("--checkpoint-ms", type=int,
+                        default=FeatureJobConfig.model_fields["checkpoint_interval_ms"].default,
+                        help="checkpoint interval of the freshness runs (default: the deployed job's)")
     parser.add_argument("--out-of-orderness-ms", type=int, default=200)
     parser.add_argument("--drain-timeout", type=float, default=120.0, help="max seconds to wait for the backlog")
     parser.add_argument("--backlog-idle-timeout-ms", type=int, default=120_000)
@@ -696,7 +699,7 @@ def summary_line(figures: dict) -> str:
     for f in figures["freshness"]:
         bound = "<=" if f.get("online") == "job" else ""
         parts.append(f"freshness {f['delivery']} at {f['rate']:,.0f}/s p50 {bound}{f['p50_s'] * 1000:.0f} ms "
-                     f"p99 {bound}{f['p99_s'] * 1000:.0f} ms")
+                     f"p99 {bound}{f['p99_s'] * 1000:.0f} ms (checkpoints {f.get('checkpoint_ms', '?')} ms)")
     parts.append(f"load {figures['load_start']:.1f} -> {figures['load_end']:.1f} on {os.cpu_count()} cores")
     return "SUMMARY: " + "; ".join(parts)
 
