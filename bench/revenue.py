@@ -38,6 +38,10 @@ revenue per room-night booked. Ratios to the two LP bounds and to the DP oracle 
 with a 95% t-interval over seeds. Writes ``reports/revenue.png``.
 
     .venv/bin/python bench/revenue.py [--days 60] [--seeds 5] [--hotels 2] [--presets resort city]
+
+While iterating: ``--seed-list 1 3`` (those seeds only), ``--no-bounds`` (skip the two LP bounds),
+``--response none|lead|season|both|both_flat_season`` (which terms of the pooled price response are fitted;
+the service fits ``both``).
 """
 
 from __future__ import annotations
@@ -263,7 +267,9 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                                stay_bids=args.stay_bids != (policy_name == "stay_flipped"))
                     latencies: list[float] = []
                     policy = scorer_policy(s, source, latencies)
-                out = run(market, policy, start=start, days=args.days, seed=seed, on_event=feats.add)
+                # run_window hands on every record as `object`; StreamFeatures.add takes the records it emits
+                out = run(market, policy, start=start, days=args.days, seed=seed,
+                          on_event=feats.add)  # type: ignore[arg-type]
                 results[policy_name].append(out)
                 say(f"{name} seed {seed} {policy_name:11s} revenue {out.revenue:12,.0f} occupancy "
                     f"{out.occupancy:.3f} ADR {out.adr:7.2f} ({time.perf_counter() - t1:.1f}s)")
