@@ -92,12 +92,14 @@ shoppers of both presets book through those channels, so it pinned the models to
 seed 0, the light tier's quotes on nights with under 20% of rooms left sat at 1.15x the reference where the DP
 priced 2.6-3.9x)."""
 LAST_ROOMS_ACTION = "no_discount"
-"""The last-rooms rule (2 rooms or fewer) as the benchmark's revenue manager sets it for pricestream: the rules'
-price becomes a floor and the model tiers price above it with their bid price. As shipped (``premium``) the rule
-decides the price in the rules (1.25x the ladder price), so the scarcest nights never reach a model: on the city,
-seed 3, three quarters of pricestream's offers on nights under 10% left were answered so. ``no_discount`` moved the
-city from 0.955 to 0.963 of the DP, above static on every seed (docs/revenue-management.md). The rules-only policy
-keeps the shipped rule (its strongest form)."""
+"""The last-rooms rule (2 rooms or fewer) of the model policies: as shipped (``pricing/rules/default.yaml``) the
+rules' price becomes a floor and the model tiers price above it with their bid price. With ``premium`` (shipped
+until 2 December 2026) the rule decided the price in the rules (1.25x the ladder price), so the scarcest nights never
+reached a model: on the city, seed 3, three quarters of pricestream's offers on nights under 10% left were answered
+so. ``no_discount`` moved the city from 0.955 to 0.963 of the DP, above static on every seed
+(docs/revenue-management.md)."""
+RULES_ONLY_LAST_ROOMS = "premium"
+"""The rules-only policy's last-rooms action: with no model tier, the premium is the rules' strongest form."""
 DEADLINE_MS = 60_000.0
 """An in-process replay is not latency-bound: a slow decision on a busy machine must not degrade to rules."""
 DEFAULT_START = "2026-05-01T00:00:00+00:00"
@@ -274,7 +276,7 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                     s = scorer(market, source=source, bundles=models, capacity=bid, exploration=band,
                                rules_below=args.rules_below,
                                stay_bids=args.stay_bids != (policy_name == "stay_flipped"),
-                               last_rooms=None if policy_name == "rules" else args.last_rooms)
+                               last_rooms=RULES_ONLY_LAST_ROOMS if policy_name == "rules" else args.last_rooms)
                     latencies: list[float] = []
                     policy = scorer_policy(s, source, latencies)
                 # run_window hands on every record as `object`; StreamFeatures.add takes the records it emits
@@ -353,8 +355,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="router: complexity below which the rules price (default: routing's)")
     parser.add_argument("--beyond-trained", action="store_true", help="BidPriceConfig.beyond_trained")
     parser.add_argument("--last-rooms", choices=("ceiling", "premium", "no_discount"), default=LAST_ROOMS_ACTION,
-                        help="the last-rooms rule's action for the model policies (the shipped file: premium, which "
-                             "decides the price in the rules; no_discount makes it a floor the models price above)")
+                        help="the last-rooms rule's action for the model policies (the shipped file: no_discount, "
+                             "a floor the models price above; premium decides the price in the rules)")
     parser.add_argument("--covering-stays", action="store_true", help="BidPriceConfig.covering_stays")
     parser.add_argument("--compare-covering", action="store_true",
                         help="also run pricestream with covering_stays flipped (policy 'covering')")
