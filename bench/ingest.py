@@ -167,6 +167,7 @@ JOBS = {"tiled": build_feature_job, "over": build_over_job, "parse-only": build_
 def start_job(config: FeatureJobConfig, rest_port: int, *, job: str = "tiled") -> TableResult | StreamJob:
     conf = job_configuration(config)
     conf.set_string("rest.port", str(rest_port))  # the MiniCluster's REST API, for the metrics below
+    conf.set_string("metrics.fetcher.update-interval", "250")  # REST's record counts 250 ms old, not 10 s
     return JOBS[job](StreamExecutionEnvironment.get_execution_environment(conf), config).execute()
 
 
@@ -219,6 +220,10 @@ def sample_vertices(port: int, jid: str) -> tuple[str, list[dict]]:
     return str(body["state"]), [{"name": v["name"], **v["metrics"]} for v in body["vertices"]]
 
 
+_COUNTED = ("tiles: stay", "OverAggregate")
+"""Vertices that read each valid event once (a chained source's own count is per output edge)."""
+
+
 def watch_job(port: int, result: TableResult | StreamJob, *, watch_sink: bool = False) -> dict:
     """Poll the job's REST API until it ends; returns when its source started emitting, and the last metrics.
 
@@ -253,7 +258,7 @@ def watch_job(port: int, result: TableResult | StreamJob, *, watch_sink: bool = 
         out["vertices"] = vertices
         # every aggregation (or the blackhole sink) reads each valid event once; a chained source's own
         # count is per output edge, so only the fallback
-        inner = [int(v["read-records"]) for v in vertices if v["name"].startswith(("tiles: stay", "OverAggregate"))]
+        inner = [int(v["read-records"]) for v in vertices if v["name"].startswith(_COUNTED)]
         seen = max(inner, default=0)
         if seen > out.get("events_seen", 0):
             out["events_seen"], out["seen_s"] = seen, last_ok
@@ -503,12 +508,13 @@ def marginal_cpu(stack: StackConfig, kafka: KafkaConfig, job_config: FeatureJobC
     per_event: dict[str, list[float]] = {job: [] for job in MARGINAL_JOBS}
     rates: dict[str, list[float]] = {job: [] for job in MARGINAL_JOBS}
     cpus: dict[str, dict[int, list[float]]] = {job: {n: [], small: []} for job in MARGINAL_JOBS}
+    in_run: dict[str, list[float]] = {job: [] for job in MARGINAL_JOBS}
     plan = [job for r in range(max(repeats, 1)) for job in MARGINAL_JOBS
             if r == 0 or job in ("tiled", "over")]
     for job in track(plan, description="marginal CPU runs"):
         try:
-            cpu = {size: _job_cpu(job_config, prefix, job) for size, prefix in ((n, kafka.topic_prefix),
-                                                                                (small, small_kafka.topic_prefix))}
+            sizes = ((n, kafka.topic_prefix), (small, small_kafka.topic_prefix))
+            cpu = {size: _job_cpu(job_config, prefix, job, size) for size, prefix in sizes}
         except subprocess.CalledProcessError as exc:  # a repeat that failed: say why, keep the runs that passed
             if per_event[job]:
                 print(f"  {job} marginal run failed (exit {exc.returncode}), kept the {len(per_event[job])} before it:"
@@ -519,6 +525,8 @@ def marginal_cpu(stack: StackConfig, kafka: KafkaConfig, job_config: FeatureJobC
         rates[job].append((n - small) / max(cpu[n]["run_s"] - cpu[small]["run_s"], 1e-9))
         for size in (n, small):
             cpus[job][size].append(cpu[size]["jvm_cpu_s"])
+        if "in_run_us_per_event" in cpu[n]:
+            in_run[job].append(cpu[n]["in_run_us_per_event"])
     for job in MARGINAL_JOBS:
         figures = sorted(per_event[job])
         out[f"{job}_jvm_cpu_us_per_event"] = statistics.median(figures)
@@ -529,7 +537,15 @@ def marginal_cpu(stack: StackConfig, kafka: KafkaConfig, job_config: FeatureJobC
               f"{statistics.median(cpus[job][n]):6.1f} s for {n:,} -> "
               f"{out[f'{job}_jvm_cpu_us_per_event']:,.1f} us per event (marginal, median){spread}, "
               f"{out[f'{job}_job_eps']:,.0f} events/s marginal wall")
+        if in_run[job]:
+            out[f"{job}_in_run_us_per_event"] = statistics.median(in_run[job])
+            print(f"  {'':12s} in-run marginal (from {IN_RUN_FROM:.0%} of the {n:,} events to the end): "
+                  f"{out[f'{job}_in_run_us_per_event']:,.1f} us per event (runs "
+                  f"{', '.join(f'{x:,.1f}' for x in in_run[job])})")
     out["over_to_tiled_cpu"] = out["over_jvm_cpu_us_per_event"] / out["tiled_jvm_cpu_us_per_event"]
+    if "over_in_run_us_per_event" in out and "tiled_in_run_us_per_event" in out:
+        out["over_to_tiled_cpu_in_run"] = out["over_in_run_us_per_event"] / out["tiled_in_run_us_per_event"]
+        print(f"  OVER / tiled JVM CPU per event (in-run marginal): {out['over_to_tiled_cpu_in_run']:.1f}x")
     print(f"  OVER / tiled JVM CPU per event (marginal): {out['over_to_tiled_cpu']:.1f}x; the tiles add "
           f"{out['tiled_jvm_cpu_us_per_event'] - out['parse-only_jvm_cpu_us_per_event']:,.1f} us to the parse, "
           f"the parse {out['parse-only_jvm_cpu_us_per_event'] - out['source-only_jvm_cpu_us_per_event']:,.1f} us "
@@ -537,7 +553,7 @@ def marginal_cpu(stack: StackConfig, kafka: KafkaConfig, job_config: FeatureJobC
     return out
 
 
-def _job_cpu(job_config: FeatureJobConfig, prefix: str, job: str) -> dict:
+def _job_cpu(job_config: FeatureJobConfig, prefix: str, job: str, events: int) -> dict:
     """Run ``job`` bounded over the topics of ``prefix`` in a fresh process; its JVM CPU and run time."""
     run = uuid.uuid4().hex[:8]
     config = job_config.model_copy(update={
@@ -545,17 +561,51 @@ def _job_cpu(job_config: FeatureJobConfig, prefix: str, job: str) -> dict:
         "checkpoint_dir": Path(tempfile.gettempdir()) / "pricestream-bench" / f"{run}-{job}",
         "sink_topic": OVER_TOPIC if job == "over" else job_config.sink_topic,
     })
-    argv = [sys.executable, str(Path(__file__).resolve()), "--run-job", job, "--job-config", config.model_dump_json()]
+    argv = [sys.executable, str(Path(__file__).resolve()), "--run-job", job, "--job-config", config.model_dump_json(),
+            "--events", str(events)]
     done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=1800)  # noqa: S603
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def _run_job_main(job: str, config_json: str) -> None:
-    """``--run-job``: one bounded job in this process; prints its JVM CPU and wall time as JSON."""
+IN_RUN_FROM = 0.25
+"""The in-run marginal counts the JVM's CPU from the first REST sample past this fraction of the events."""
+
+
+def _run_job_main(job: str, config_json: str, events: int | None = None) -> None:
+    """``--run-job``: one bounded job in this process; prints its JVM CPU and wall time as JSON.
+
+    With ``events`` (the input's size) it also samples the job's record counts over REST and gives the
+    in-run marginal: the JVM's CPU from the first sample past :data:`IN_RUN_FROM` of the events to the
+    end, per event of that stretch (start-up, planning and the JIT's first minutes are out of it).
+    """
     config = FeatureJobConfig.model_validate_json(config_json)
-    t0 = time.perf_counter()
-    start_job(config, free_port(), job=job).wait()
-    print(json.dumps({"jvm_cpu_s": jvm_cpu_s(), "run_s": time.perf_counter() - t0}))
+    t0, port = time.perf_counter(), free_port()
+    result = start_job(config, port, job=job)
+    mark: dict[str, float] = {}
+    done = threading.Event()
+
+    def sample() -> None:
+        jid = job_id(result)
+        while events and not done.is_set() and not mark:
+            try:
+                _, vertices = sample_vertices(port, jid)
+            except OSError:
+                time.sleep(0.25)
+                continue
+            inner = [int(v["read-records"]) for v in vertices if v["name"].startswith(_COUNTED)]
+            seen = max(inner or [int(v["read-records"]) for v in vertices])
+            if seen >= IN_RUN_FROM * events:
+                mark.update(seen=seen, cpu=jvm_cpu_s())
+            time.sleep(0.25)
+
+    watcher = threading.Thread(target=sample, daemon=True)
+    watcher.start()
+    result.wait()
+    done.set()
+    out = {"jvm_cpu_s": jvm_cpu_s(), "run_s": time.perf_counter() - t0}
+    if events and mark and events > mark["seen"]:
+        out["in_run_us_per_event"] = 1e6 * (out["jvm_cpu_s"] - mark["cpu"]) / (events - mark["seen"])
+    print(json.dumps(out))
 
 
 def freshness(stack: StackConfig, args: argparse.Namespace, *, delivery: str, rate: float) -> dict:
@@ -661,7 +711,7 @@ def main() -> None:
     parser.add_argument("--job-config", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run_job:
-        _run_job_main(args.run_job, args.job_config)
+        _run_job_main(args.run_job, args.job_config, args.events)
         return
     stack = Settings().stack()  # the PRICESTREAM_* ports and state dir, as every command
     print(f"load average at start: {os.getloadavg()[0]:.2f} (cores: {os.cpu_count()})")
@@ -695,7 +745,9 @@ def summary_line(figures: dict) -> str:
                      f"{t['writer_cpu_us_per_event']:,.0f} us + redis-server {t['redis_cpu_us_per_event']:,.0f} us; "
                      f"engine ceiling (bare source) "
                      f"{t['source-only_jvm_cpu_us_per_event']:,.1f} us; "
-                     f"OVER/tiled JVM CPU {t['over_to_tiled_cpu']:.1f}x; peer consumer {t['peer_consume_eps']:,.0f}/s")
+                     f"OVER/tiled JVM CPU {t['over_to_tiled_cpu']:.1f}x (two sizes), "
+                     f"{t.get('over_to_tiled_cpu_in_run', float('nan')):.1f}x (in-run); "
+                     f"peer consumer {t['peer_consume_eps']:,.0f}/s")
     for f in figures["freshness"]:
         bound = "<=" if f.get("online") == "job" else ""
         parts.append(f"freshness {f['delivery']} at {f['rate']:,.0f}/s p50 {bound}{f['p50_s'] * 1000:.0f} ms "
