@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -71,14 +72,29 @@ def _env(config: StackConfig) -> dict[str, str]:
     }
 
 
+_LISTEN_PORTS = (20_000, 32_767)
+"""Where :func:`free_port` looks: below Linux's ephemeral range (32768-60999), so no outgoing connection can take
+the port between the pick and the server's bind (a Kafka client did, and the JobManager's REST endpoint failed to
+bind: ``BindException``)."""
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that nothing listens on right now (the kernel picks it).
+    """A TCP port that nothing listens on right now, outside the ephemeral range (a server is about to bind it).
 
     Example:
-        >>> 0 < free_port() < 65536
+        >>> _LISTEN_PORTS[0] <= free_port() <= _LISTEN_PORTS[1]
         True
     """
-    with socket.socket() as sock:
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randint(*_LISTEN_PORTS)
+        with socket.socket() as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue  # taken
+            return port
+    with socket.socket() as sock:  # a crowded range: let the kernel pick
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
 

@@ -26,9 +26,10 @@ START_WAIT_S = 240.0
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port for a server about to start, outside the ephemeral range (:func:`infra.flink_cluster.free_port`)."""
+    from infra.flink_cluster import free_port as listen_port
+
+    return listen_port()
 
 
 def strict_json(raw: bytes) -> Any:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,9 +24,10 @@ READY_WAIT_S = 180.0
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port for a server about to start, outside the ephemeral range (:func:`infra.flink_cluster.free_port`)."""
+    from infra.flink_cluster import free_port as listen_port
+
+    return listen_port()
 
 
 def stack_env(stack: StackConfig, state_dir: Path, **extra: str) -> dict[str, str]:
