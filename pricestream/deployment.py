@@ -249,9 +249,11 @@ def latest_deployment(home: Settings) -> tuple[Settings, str | None]:
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A free port below the ephemeral range, so no outgoing connection takes it before the service binds it
+    (the demo's monitor lost its port so once: ``Address already in use``)."""
+    from infra.flink_cluster import free_port
+
+    return free_port()
 
 
 def free_ports(host: str, n: int) -> int:
