@@ -248,18 +248,12 @@ def latest_deployment(home: Settings) -> tuple[Settings, str | None]:
     return recorded, body.get("reference")
 
 
-def _free_port() -> int:
-    """A free port below the ephemeral range, so no outgoing connection takes it before the service binds it
-    (the demo's monitor lost its port so once: ``Address already in use``)."""
-    from infra.flink_cluster import free_port
-
-    return free_port()
-
-
 def free_ports(host: str, n: int) -> int:
     """A base port with ``n`` consecutive free ports from it (for a deployment beside another one)."""
+    from infra.flink_cluster import free_port  # here, not at import: it imports pyflink
+
     for _ in range(100):
-        base = _free_port()
+        base = free_port()  # below the ephemeral range: no outgoing connection takes it before the bind
         if base + n < 65_000 and all(port_free(host, base + i) for i in range(n)):
             return base
     msg = f"no block of {n} free ports on {host}"

@@ -53,25 +53,8 @@ public final class SinkJob {
         putAll(producer, spec.get("properties"));
         String bootstrap = spec.get("bootstrap").asText();
         JsonNode features = spec.get("features");
-        Map<String, String[]> names = new HashMap<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = spec.get("views").fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> view = it.next();
-            String[] inOrder = new String[view.getValue().size()];
-            for (int i = 0; i < inOrder.length; i++) {
-                inOrder[i] = view.getValue().get(i).asText();
-            }
-            names.put(view.getKey(), inOrder);
-        }
-        Map<String, String[]> groups = new HashMap<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = spec.get("groups").fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> group = it.next();
-            String[] views = new String[group.getValue().size()];
-            for (int i = 0; i < views.length; i++) {
-                views[i] = group.getValue().get(i).asText();
-            }
-            groups.put(group.getKey(), views);
-        }
-        values.flatMap(new PerView(groups, names)).returns(TileJob.outputType())
+        Map<String, String[]> names = stringArrays(spec.get("views"));  // each view's features, in order
+        values.flatMap(new PerView(stringArrays(spec.get("groups")), names)).returns(TileJob.outputType())
             .name("value rows per view").uid("pricestream-rows-per-view")
             .sinkTo(kafka(bootstrap, producer, features, new ValueRows(features.get("topic").asText(), names)))
             .name("features.v1: value rows").uid("pricestream-sink-features");
@@ -81,6 +64,20 @@ public final class SinkJob {
         if (redisSpecJson != null) {
             values.sinkTo(new RedisFeatureSink(redisSpecJson)).name("online store: redis").uid("pricestream-sink-redis");
         }
+    }
+
+    /** A JSON object of string arrays, as a map of arrays. */
+    private static Map<String, String[]> stringArrays(JsonNode object) {
+        Map<String, String[]> out = new HashMap<>();
+        for (Iterator<Map.Entry<String, JsonNode>> it = object.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> member = it.next();
+            String[] values = new String[member.getValue().size()];
+            for (int i = 0; i < values.length; i++) {
+                values[i] = member.getValue().get(i).asText();
+            }
+            out.put(member.getKey(), values);
+        }
+        return out;
     }
 
     /** The members of a JSON object of strings, as properties. */
