@@ -112,16 +112,24 @@ run = run_window
 
 
 def history(
-    market: Market, start: datetime, seed: int, method: str = "fluid", beyond: bool = False, covering: bool = False
+    market: Market,
+    start: datetime,
+    seed: int,
+    method: str = "fluid",
+    beyond: bool = False,
+    covering: bool = False,
+    pace_prior: bool = True,
 ) -> BidPriceConfig:
     """What a hotel knows from last year: its booking curve and cancellation rate; rooms per booking from a warm-up.
 
     The curve is the lead time of a year of arrival nights' searches (``events.simulator.calibration``
     samples them the way shoppers arrive), not of the searches seen in a few weeks: those mix the lead
-    curve with the season (in April the nights 100 days out are August's, four times busier).
+    curve with the season (in April the nights 100 days out are August's, four times busier). With
+    ``pace_prior`` the same year gives each room type's share of the searches, so the bid's forecast
+    shrinks a key's own pickup toward the hotel's pace (``BidPriceConfig.room_shares``).
     """
     rng = np.random.default_rng(seed)
-    _, _, _, ordinal, ts = _sample(market, 20_000, rng)
+    _, room, _, ordinal, ts = _sample(market, 20_000, rng)
     leads = (np.array([market.checkin_ts(int(o)) for o in ordinal]) - ts) / 86_400.0
     cancel_share = measure(market, n=3000, seed=seed)["cancel_rate"]
     rooms: list[int] = []
@@ -136,16 +144,38 @@ def history(
     horizon = market.config.horizon_days
     curve = BookingCurve.from_leads(leads.tolist(), horizon)
     per_booking = max(float(np.mean(rooms)) if rooms else 1.0, 1.0)
-    return BidPriceConfig(curve=curve.cumulative, horizon_days=horizon, rooms_per_booking=per_booking,
-                          cancel_share=min(cancel_share, 0.9), method=method,
-                          beyond_trained=beyond, nights_per_booking=max(float(np.mean(nights)) if nights else 1.0, 1.0),
-                          nights_mix=nights_mix(nights) if nights else None,
-                          stays_hold_nights=market.config.stays_hold_nights, covering_stays=covering)
+    return BidPriceConfig(
+        curve=curve.cumulative,
+        horizon_days=horizon,
+        rooms_per_booking=per_booking,
+        cancel_share=min(cancel_share, 0.9),
+        method=method,
+        beyond_trained=beyond,
+        nights_per_booking=max(float(np.mean(nights)) if nights else 1.0, 1.0),
+        nights_mix=nights_mix(nights) if nights else None,
+        stays_hold_nights=market.config.stays_hold_nights,
+        covering_stays=covering,
+        room_shares=room_shares(market, room) if pace_prior else None,
+    )
 
 
-def scorer(market: Market, *, source: AtRequestTime, bundles: tuple[Path, Path] | None,
-           capacity: BidPriceConfig | None, exploration: ExplorationConfig | None = None,
-           rules_below: float | None = None, stay_bids: bool = True, last_rooms: str | None = None) -> Scorer:
+def room_shares(market: Market, room: np.ndarray) -> tuple[tuple[str, float], ...]:
+    """Each room type's share of a year of searches (the room index of each sampled search)."""
+    names = market.config.room_types
+    return tuple((name, float(np.mean(room == i))) for i, name in enumerate(names))
+
+
+def scorer(
+    market: Market,
+    *,
+    source: AtRequestTime,
+    bundles: tuple[Path, Path] | None,
+    capacity: BidPriceConfig | None,
+    exploration: ExplorationConfig | None = None,
+    rules_below: float | None = None,
+    stay_bids: bool = True,
+    last_rooms: str | None = None,
+) -> Scorer:
     spec = market_rule_spec(market, band=BAND, drop_kinds=DROPPED_RULES)
     for rule in spec["rules"]:
         if rule["kind"] == "channel_parity":
@@ -156,10 +186,17 @@ def scorer(market: Market, *, source: AtRequestTime, bundles: tuple[Path, Path] 
     light = heavy = None
     if bundles is not None:
         stays = source if stay_bids else None
-        light, heavy = (load_pricer(p, capacity=capacity, exploration=exploration, stay_features=stays)
-                        for p in bundles)
-    return Scorer(ScorerConfig(deadline_ms=DEADLINE_MS, stale_after_s=None), rules=rules, feature_source=source,
-                  light=light, heavy=heavy, router=TieredRouter(_thresholds(rules_below)))
+        light, heavy = (
+            load_pricer(p, capacity=capacity, exploration=exploration, stay_features=stays) for p in bundles
+        )
+    return Scorer(
+        ScorerConfig(deadline_ms=DEADLINE_MS, stale_after_s=None),
+        rules=rules,
+        feature_source=source,
+        light=light,
+        heavy=heavy,
+        router=TieredRouter(_thresholds(rules_below)),
+    )
 
 
 def _thresholds(rules_below: float | None) -> Thresholds | None:
@@ -174,8 +211,14 @@ def scorer_policy(s: Scorer, source: AtRequestTime, latencies: list[float] | Non
 
     def policy(offer: Offer) -> float:
         source.now = offer.at
-        request = PricingRequest(hotel_id=offer.hotel_id, room_type=offer.room_type, stay_date=offer.stay_date,
-                                 nights=offer.nights, channel=offer.channel, event_time=offer.at)  # type: ignore[arg-type]
+        request = PricingRequest(
+            hotel_id=offer.hotel_id,
+            room_type=offer.room_type,
+            stay_date=offer.stay_date,
+            nights=offer.nights,
+            channel=offer.channel,
+            event_time=offer.at,
+        )  # type: ignore[arg-type]
         decision = s.price(request)
         if latencies is not None:
             latencies.append(decision.latency_ms)
@@ -195,8 +238,9 @@ def latency_line(latencies: list[float], pricers: tuple[object, ...]) -> str:
     return f"decision latency p50 {p50:.2f} ms p99 {p99:.2f} ms over {len(latencies)}; bid cache hits {share:.1%}"
 
 
-def train(market: Market, *, start: datetime, rows: int, seed: int, work: Path, response: str = "both"
-          ) -> tuple[Path, Path]:
+def train(
+    market: Market, *, start: datetime, rows: int, seed: int, work: Path, response: str = "both"
+) -> tuple[Path, Path]:
     """A light and a heavy bundle on 60 days of the preset's history before ``start``.
 
     ``response`` (an experiment; the service fits ``both``): which terms of the pooled price response are
@@ -208,8 +252,9 @@ def train(market: Market, *, start: datetime, rows: int, seed: int, work: Path, 
     heavy_cfg = DemandModelConfig(n_members=3, num_trees=120, bootstrap=True)
     heavy = train_bundle(frame, work / "heavy", tier="heavy", seed=seed, config=heavy_cfg)
     if response != "both":
-        curve = fit_price_response(frame, lead=response != "none" and response != "season",
-                                   season=response in ("season", "both_flat_season"))
+        curve = fit_price_response(
+            frame, lead=response != "none" and response != "season", season=response in ("season", "both_flat_season")
+        )
         if curve is not None and response == "both_flat_season":
             curve = curve._replace(season=(0.0, 0.0))
         for path in (light.path, heavy.path):
@@ -223,36 +268,59 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
     market = Market(preset(name, hotels=args.hotels, seed=args.market_seed))
     start = datetime.fromisoformat(args.start).astimezone(UTC)
     t0 = time.perf_counter()
-    dp = DPOracle(market, first_night=start.date(),
-                  last_night=(start + timedelta(days=args.days + market.config.horizon_days + 1)).date())
+    dp = DPOracle(
+        market,
+        first_night=start.date(),
+        last_night=(start + timedelta(days=args.days + market.config.horizon_days + 1)).date(),
+    )
     for h in range(market.config.hotels):
         for r in range(len(market.config.room_types)):
             dp.values(h, r)
-    say(f"{name}: DP solved for {market.config.hotels * len(market.config.room_types)} (hotel, room type) "
-        f"in {time.perf_counter() - t0:.1f}s")
+    say(
+        f"{name}: DP solved for {market.config.hotels * len(market.config.room_types)} (hotel, room type) "
+        f"in {time.perf_counter() - t0:.1f}s"
+    )
     with tempfile.TemporaryDirectory(prefix="bench-revenue-") as tmp:
-        bundles = train(market, start=start, rows=args.rows, seed=args.market_seed, work=Path(tmp),
-                        response=args.response)
-        capacity = history(market, start, seed=10_000, method=args.bid_method, beyond=args.beyond_trained,
-                           covering=args.covering_stays)
-        say(f"{name}: models trained; warm-up history: {capacity.rooms_per_booking:.2f} rooms and "
-            f"{capacity.nights_per_booking:.2f} nights per booking, cancel share {capacity.cancel_share:.2f}")
+        bundles = train(
+            market, start=start, rows=args.rows, seed=args.market_seed, work=Path(tmp), response=args.response
+        )
+        capacity = history(
+            market,
+            start,
+            seed=10_000,
+            method=args.bid_method,
+            beyond=args.beyond_trained,
+            covering=args.covering_stays,
+            pace_prior=args.pace_prior,
+        )
+        say(
+            f"{name}: models trained; warm-up history: {capacity.rooms_per_booking:.2f} rooms and "
+            f"{capacity.nights_per_booking:.2f} nights per booking, cancel share {capacity.cancel_share:.2f}"
+        )
         names = POLICIES + (("explore",) if args.explore else ()) + (("no_bid_price",) if args.no_bid_price else ())
         names += ("covering",) if args.compare_covering else ()
         names += ("stay_flipped",) if args.compare_stay_bids else ()
         names += ("fluid_bid",) if args.compare_fluid else ()
         fluid = capacity.model_copy(update={"method": "fluid"})
         covering = capacity.model_copy(update={"covering_stays": not capacity.covering_stays})
-        names = tuple(n for n in names
-                      if not args.policies or n in args.policies
-                      or n in ("dp", "covering", "stay_flipped", "fluid_bid"))
+        names = tuple(
+            n
+            for n in names
+            if not args.policies or n in args.policies or n in ("dp", "covering", "stay_flipped", "fluid_bid")
+        )
         bounds = ("lp_bound", "lp_held") if args.bounds else ()
         results: dict[str, list[Outcome]] = {p: [] for p in (*bounds, *names)}
-        for seed in (args.seed_list if args.seed_list is not None else range(args.seeds)):
+        for seed in args.seed_list if args.seed_list is not None else range(args.seeds):
             for bound_name in bounds:
                 t1 = time.perf_counter()
-                bound = fluid_bound(market, start=start, days=args.days, seed=seed, warmup_days=WARMUP_DAYS,
-                                    held=bound_name == "lp_held")
+                bound = fluid_bound(
+                    market,
+                    start=start,
+                    days=args.days,
+                    seed=seed,
+                    warmup_days=WARMUP_DAYS,
+                    held=bound_name == "lp_held",
+                )
                 results[bound_name].append(Outcome(bound, float("nan"), float("nan"), 0, 0))
                 say(f"{name} seed {seed} {bound_name:11s} revenue {bound:12,.0f} ({time.perf_counter() - t1:.1f}s)")
             for policy_name in names:
@@ -273,20 +341,34 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                     bid = covering if policy_name == "covering" else bid
                     bid = fluid if policy_name == "fluid_bid" else bid
                     band = ExplorationConfig(band=args.explore, arms=5) if policy_name == "explore" else None
-                    s = scorer(market, source=source, bundles=models, capacity=bid, exploration=band,
-                               rules_below=args.rules_below,
-                               stay_bids=args.stay_bids != (policy_name == "stay_flipped"),
-                               last_rooms=RULES_ONLY_LAST_ROOMS if policy_name == "rules" else args.last_rooms)
+                    s = scorer(
+                        market,
+                        source=source,
+                        bundles=models,
+                        capacity=bid,
+                        exploration=band,
+                        rules_below=args.rules_below,
+                        stay_bids=args.stay_bids != (policy_name == "stay_flipped"),
+                        last_rooms=RULES_ONLY_LAST_ROOMS if policy_name == "rules" else args.last_rooms,
+                    )
                     latencies: list[float] = []
                     policy = scorer_policy(s, source, latencies)
                 # run_window hands on every record as `object`; StreamFeatures.add takes the records it emits
-                out = run(market, policy, start=start, days=args.days, seed=seed,
-                          on_event=feats.add)  # type: ignore[arg-type]
+                out = run(market, policy, start=start, days=args.days, seed=seed, on_event=feats.add)  # type: ignore[arg-type]
                 results[policy_name].append(out)
-                say(f"{name} seed {seed} {policy_name:11s} revenue {out.revenue:12,.0f} occupancy "
-                    f"{out.occupancy:.3f} ADR {out.adr:7.2f} ({time.perf_counter() - t1:.1f}s)")
-                if policy_name in ("rules", "pricestream", "explore", "no_bid_price", "covering", "stay_flipped",
-                                   "fluid_bid"):
+                say(
+                    f"{name} seed {seed} {policy_name:11s} revenue {out.revenue:12,.0f} occupancy "
+                    f"{out.occupancy:.3f} ADR {out.adr:7.2f} ({time.perf_counter() - t1:.1f}s)"
+                )
+                if policy_name in (
+                    "rules",
+                    "pricestream",
+                    "explore",
+                    "no_bid_price",
+                    "covering",
+                    "stay_flipped",
+                    "fluid_bid",
+                ):
                     say(f"{name} seed {seed} {policy_name:11s} {latency_line(latencies, (s.light, s.heavy))}")
     return results
 
@@ -339,8 +421,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, default=60)
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--seed-list", type=int, nargs="+", default=None,
-                        help="run these seeds instead of 0 .. --seeds - 1 (quick iterations on one seed)")
+    parser.add_argument(
+        "--seed-list",
+        type=int,
+        nargs="+",
+        default=None,
+        help="run these seeds instead of 0 .. --seeds - 1 (quick iterations on one seed)",
+    )
     parser.add_argument("--hotels", type=int, default=2)
     parser.add_argument("--rows", type=int, default=20_000, help="training rows per preset")
     parser.add_argument("--market-seed", type=int, default=0)
@@ -348,32 +435,74 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--start", default=DEFAULT_START, help="first priced day (ISO-8601 with timezone)")
     parser.add_argument("--png", type=Path, default=Path("reports/revenue.png"))
     parser.add_argument("--no-bid-price", action="store_true", help="also run pricestream without the bid price")
-    parser.add_argument("--bid-method", choices=("fluid", "stochastic", "dp"), default="dp",
-                        help="BidPriceConfig.method (dp: 0.830 / 0.920 of DP against fluid's 0.813 / 0.914 before "
-                             "stays held every night; docs/revenue-management.md)")
-    parser.add_argument("--rules-below", type=float, default=None,
-                        help="router: complexity below which the rules price (default: routing's)")
+    parser.add_argument(
+        "--bid-method",
+        choices=("fluid", "stochastic", "dp"),
+        default="dp",
+        help="BidPriceConfig.method (dp: 0.830 / 0.920 of DP against fluid's 0.813 / 0.914 before "
+        "stays held every night; docs/revenue-management.md)",
+    )
+    parser.add_argument(
+        "--rules-below",
+        type=float,
+        default=None,
+        help="router: complexity below which the rules price (default: routing's)",
+    )
     parser.add_argument("--beyond-trained", action="store_true", help="BidPriceConfig.beyond_trained")
-    parser.add_argument("--last-rooms", choices=("ceiling", "premium", "no_discount"), default=LAST_ROOMS_ACTION,
-                        help="the last-rooms rule's action for the model policies (the shipped file: no_discount, "
-                             "a floor the models price above; premium decides the price in the rules)")
+    parser.add_argument(
+        "--last-rooms",
+        choices=("ceiling", "premium", "no_discount"),
+        default=LAST_ROOMS_ACTION,
+        help="the last-rooms rule's action for the model policies (the shipped file: no_discount, "
+        "a floor the models price above; premium decides the price in the rules)",
+    )
+    parser.add_argument(
+        "--pace-prior",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="shrink the bid's per-key pickup toward the hotel's pace (BidPriceConfig.room_shares "
+        "from a year of history); --no-pace-prior: the key's own pickup only",
+    )
     parser.add_argument("--covering-stays", action="store_true", help="BidPriceConfig.covering_stays")
-    parser.add_argument("--compare-covering", action="store_true",
-                        help="also run pricestream with covering_stays flipped (policy 'covering')")
-    parser.add_argument("--stay-bids", action=argparse.BooleanOptionalAction, default=False,
-                        help="price a stay against the bids of every night it holds (each night's own features); "
-                             "off: not better on 5 seeds (resort -0.6%%, city +0.9%% mean) at 3-5x the p99 latency")
-    parser.add_argument("--compare-stay-bids", action="store_true",
-                        help="also run pricestream with --stay-bids flipped (policy 'stay_flipped')")
-    parser.add_argument("--compare-fluid", action="store_true",
-                        help="also run pricestream with the fluid bid (policy 'fluid_bid')")
-    parser.add_argument("--response", choices=("both", "lead", "season", "none", "both_flat_season"), default="both",
-                        help="terms of the pooled price response fitted (an experiment; the service fits both)")
-    parser.add_argument("--bounds", action=argparse.BooleanOptionalAction, default=True,
-                        help="solve the two fluid LP bounds per seed (25-90 s each; --no-bounds while iterating)")
+    parser.add_argument(
+        "--compare-covering",
+        action="store_true",
+        help="also run pricestream with covering_stays flipped (policy 'covering')",
+    )
+    parser.add_argument(
+        "--stay-bids",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="price a stay against the bids of every night it holds (each night's own features); "
+        "off: not better on 5 seeds (resort -0.6%%, city +0.9%% mean) at 3-5x the p99 latency",
+    )
+    parser.add_argument(
+        "--compare-stay-bids",
+        action="store_true",
+        help="also run pricestream with --stay-bids flipped (policy 'stay_flipped')",
+    )
+    parser.add_argument(
+        "--compare-fluid", action="store_true", help="also run pricestream with the fluid bid (policy 'fluid_bid')"
+    )
+    parser.add_argument(
+        "--response",
+        choices=("both", "lead", "season", "none", "both_flat_season"),
+        default="both",
+        help="terms of the pooled price response fitted (an experiment; the service fits both)",
+    )
+    parser.add_argument(
+        "--bounds",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="solve the two fluid LP bounds per seed (25-90 s each; --no-bounds while iterating)",
+    )
     parser.add_argument("--policies", nargs="*", default=None, help="run only these (and dp, the reference)")
-    parser.add_argument("--explore", type=float, default=0.05,
-                        help="also run pricestream exploring within this band, 5 arms (0: not run)")
+    parser.add_argument(
+        "--explore",
+        type=float,
+        default=0.05,
+        help="also run pricestream exploring within this band, 5 arms (0: not run)",
+    )
     args = parser.parse_args(argv)
 
     def say(msg: str) -> None:
@@ -390,19 +519,27 @@ def main(argv: list[str] | None = None) -> None:
         ours = results["pricestream"]
         gains = [o.revenue / s.revenue - 1.0 for o, s in zip(ours, results["static"], strict=True)]
         over_rules = [o.revenue / s.revenue - 1.0 for o, s in zip(ours, results["rules"], strict=True)]
-        print(f"{name} per seed, pricestream over static: {' '.join(f'{g:+.1%}' for g in gains)}; "
-              f"over rules: {' '.join(f'{g:+.1%}' for g in over_rules)}")
+        print(
+            f"{name} per seed, pricestream over static: {' '.join(f'{g:+.1%}' for g in gains)}; "
+            f"over rules: {' '.join(f'{g:+.1%}' for g in over_rules)}"
+        )
         of_dp = both["dp"]["pricestream"]
         held = ""
         if "lp_held" in both:
             share = both["lp_held"]["pricestream"]
-            held = (f"{share[0]:.3f} of the held LP bound [{share[1]:.3f}, {share[2]:.3f}] "
-                    f"({both['lp_bound']['pricestream'][0]:.3f} of the untimed one), ")
-        last.append(f"{name}: pricestream {held}{of_dp[0]:.3f} of the decomposed DP [{of_dp[1]:.3f}, {of_dp[2]:.3f}], "
-                    f"lowest gain over static {min(gains):+.1%} (over rules {min(over_rules):+.1%})")
+            held = (
+                f"{share[0]:.3f} of the held LP bound [{share[1]:.3f}, {share[2]:.3f}] "
+                f"({both['lp_bound']['pricestream'][0]:.3f} of the untimed one), "
+            )
+        last.append(
+            f"{name}: pricestream {held}{of_dp[0]:.3f} of the decomposed DP [{of_dp[1]:.3f}, {of_dp[2]:.3f}], "
+            f"lowest gain over static {min(gains):+.1%} (over rules {min(over_rules):+.1%})"
+        )
     plot(all_ratios, args.png)
-    print(f"\nplot: {args.png}; {args.days} days, {args.seeds} seeds, {args.hotels} hotels per preset, "
-          f"{time.perf_counter() - started:.0f}s")
+    print(
+        f"\nplot: {args.png}; {args.days} days, {args.seeds} seeds, {args.hotels} hotels per preset, "
+        f"{time.perf_counter() - started:.0f}s"
+    )
     print("; ".join(last))
 
 

@@ -68,6 +68,12 @@ DP_MAX_ROOMS = 400
 """Rooms left beyond this are priced as if this many were left (their marginal value is zero anyway)."""
 
 
+PRIOR_WEIGHT = 1.0
+"""Weight of the hotel-pace prior against a key's own 7-day pickup (``BidPriceConfig.room_shares``): on the city
+preset, 60 days, seeds 0-7, equal weight moved pricestream from 0.936 to 0.955 of the DP oracle; a paired
+check at the DP's states (seed 6) put most of the revenue lost on quotes scattered +-5% around the DP's,
+not on a bias (docs/revenue-management.md, 2 December, afternoon)."""
+
 NightsMix = tuple[tuple[float, float], ...]
 """``(nights, share)`` pairs: how long bookings stay."""
 
@@ -110,6 +116,13 @@ class BidPriceConfig(BaseModel):
             upper half of the range (clipped to ``slope_range``): monotone in price, and
             ``P(book) x price`` falls far out, unlike a tree's flat extrapolation.
         slope_range: bounds of that slope (``-d logit P / d log price``); above 1 so revenue has a maximum.
+        room_shares: ``(room type, share)`` of the hotel's searches (e.g. from last year's history). With
+            them the key's own pickup (7-day counts of a few searches, noisy) is shrunk toward the hotel's
+            pace: its searches of the last 24 hours (a day's searches over every open night, i.e. about
+            the shoppers one night gets over its whole horizon) x the room type's share x the booking
+            curve's share still to come (:func:`forecast`). ``None``: the key's own pickup only.
+        prior_weight: weight of that prior against the key's own pickup (1: equal, a gamma prior worth
+            one window of the key's own searches).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -128,12 +141,22 @@ class BidPriceConfig(BaseModel):
     covering_stays: bool = False
     extrapolate: bool = True
     slope_range: tuple[float, float] = (1.5, 8.0)
+    room_shares: tuple[tuple[str, float], ...] | None = None
+    prior_weight: float = Field(default=PRIOR_WEIGHT, ge=0.0, allow_inf_nan=False)
 
     @field_validator("slope_range")
     @classmethod
     def _slopes(cls, value: tuple[float, float]) -> tuple[float, float]:
         if not (1.0 < value[0] <= value[1] and math.isfinite(value[1])):
             msg = f"slope_range {value}: expected (low, high) with 1 < low <= high, finite"
+            raise ValueError(msg)
+        return value
+
+    @field_validator("room_shares")
+    @classmethod
+    def _shares(cls, value: tuple[tuple[str, float], ...] | None) -> tuple[tuple[str, float], ...] | None:
+        if value is not None and not all(0.0 <= share <= 1.0 for _, share in value):
+            msg = f"room_shares {value}: expected (room type, share) pairs with shares in [0, 1]"
             raise ValueError(msg)
         return value
 
@@ -239,6 +262,27 @@ def _shoppers_7d(features: Mapping[str, float | None]) -> float | None:
     return max(searches * share, views or 0.0)
 
 
+def _pace_prior(
+    request: PricingRequest, features: Mapping[str, float | None], config: BidPriceConfig, ahead: float
+) -> float | None:
+    """Shoppers still to come for the night at the hotel's pace (``BidPriceConfig.room_shares``), or ``None``.
+
+    A day's searches over every open night are about the shoppers one night gets over its horizon (each
+    night contributes its curve's daily share, and those add to one): the hotel's last 24 hours x the room
+    type's share x the curve's share still to come, x the hotel's view share (as the key's own pickup).
+    """
+    if config.room_shares is None:
+        return None
+    share_of = dict(config.room_shares)
+    searches = _number(features, "hotel_searches_24h")
+    room = share_of.get(request.room_type)
+    if room is None or not searches:
+        return None
+    views = _number(features, "hotel_views_24h")
+    view_share = 1.0 if views is None else min(max(views / searches, _MIN_VIEW_SHARE), 1.0)
+    return searches * room * view_share * ahead
+
+
 def forecast(
     request: PricingRequest, features: Mapping[str, float | None], config: BidPriceConfig
 ) -> DemandForecast | None:
@@ -252,6 +296,9 @@ def forecast(
     ahead = curve.share(lead)
     # no views in the window yet (a night that just opened): half a view, so the forecast is not zero
     views = max(views_7d, 0.5) * ahead / max(seen, 1e-6)
+    prior = _pace_prior(request, features, config, ahead)
+    if prior is not None:
+        views = (views + config.prior_weight * prior) / (1.0 + config.prior_weight)
     bookings, cancels = _number(features, "bookings_7d"), _number(features, "cancellations_7d")
     cancel = config.cancel_share
     if bookings is not None and cancels is not None and bookings >= _MIN_BOOKINGS_FOR_CANCEL:

@@ -68,7 +68,7 @@ def test_forecast_scales_recent_views_by_the_booking_curve() -> None:
 
 
 def test_booking_curve_from_leads_and_config_validation() -> None:
-    curve = BookingCurve.from_leads(np.random.default_rng(0).exponential(10.0, 20_000), 60)
+    curve = BookingCurve.from_leads(np.random.default_rng(0).exponential(10.0, 20_000).tolist(), 60)
     assert curve.share(10.0) == pytest.approx(1 - math.exp(-1), abs=0.02) and curve.share(60.0) == 1.0
     BidPriceConfig(curve=curve.cumulative, horizon_days=60)
     with pytest.raises(ValueError, match="cumulative"):
@@ -88,8 +88,10 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return train_bundle(frame[cols], tmp_path_factory.mktemp("light"), tier="light", config=DemandModelConfig()).path
 
 
-METHODS = [pytest.param({"method": "fluid"}, id="fluid"),
-           pytest.param({"method": "dp", "nights_mix": ((1.0, 0.5), (4.0, 0.5))}, id="dp")]
+METHODS = [
+    pytest.param({"method": "fluid"}, id="fluid"),
+    pytest.param({"method": "dp", "nights_mix": ((1.0, 0.5), (4.0, 0.5))}, id="dp"),
+]
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -173,6 +175,33 @@ def test_forecast_counts_searches_so_a_sold_out_spell_does_not_hide_demand() -> 
     assert b.views == pytest.approx(a.views) and views_only.views == pytest.approx(a.views / 16.0)
 
 
+def test_forecast_shrinks_a_keys_pickup_toward_the_hotels_pace() -> None:
+    curve = BookingCurve.exponential(20.0, 100)
+    own_cfg = BidPriceConfig(curve=curve.cumulative, horizon_days=100)
+    cfg = own_cfg.model_copy(update={"room_shares": (("std", 0.5), ("suite", 0.1))})
+    feats = {
+        "views_7d": 2.0,
+        "searches_7d": 2.0,
+        "rooms_left": 4.0,
+        "hotel_views_24h": 80.0,
+        "hotel_searches_24h": 100.0,
+    }
+    own, pooled = forecast(request(10), feats, own_cfg), forecast(request(10), feats, cfg)
+    assert own is not None and pooled is not None
+    ahead = curve.share(10.5)
+    # the hotel's day of searches x the room's share x the view share x the curve still to come
+    prior = 100.0 * 0.5 * 0.8 * ahead
+    assert pooled.views == pytest.approx((own.views + prior) / 2.0)
+    assert own.views < pooled.views  # two searches of the key: the hotel's pace says more are coming
+    # an unknown room type, or no hotel searches: the key's own pickup
+    other = forecast(request(10).model_copy(update={"room_type": "deluxe"}), feats, cfg)
+    quiet = forecast(request(10), {**feats, "hotel_searches_24h": 0.0}, cfg)
+    assert other is not None and quiet is not None
+    assert other.views == pytest.approx(own.views) and quiet.views == pytest.approx(own.views)
+    heavy = forecast(request(10), feats, cfg.model_copy(update={"prior_weight": 3.0}))
+    assert heavy is not None and heavy.views == pytest.approx((own.views + 3.0 * prior) / 4.0)
+
+
 def test_stochastic_bid_prices_the_chance_that_the_last_room_sells() -> None:
     from pricing.bid_price import stochastic_bid_price
 
@@ -192,9 +221,10 @@ def test_beyond_trained_lets_a_binding_bid_price_past_the_trained_price_range(bu
     b = beyond.quote(request(30), features, floor=60.0, ceiling=900.0)
     assert a.price <= 500.0 < b.price <= 900.0 and b.bid_price is not None and b.bid_price > 500.0
     spare = {"views_7d": 4.0, "rooms_left": 30.0, "capacity": 40.0}  # no scarcity: the trained range holds
-    assert beyond.quote(request(30), spare, floor=60.0, ceiling=900.0).price == inside.quote(
-        request(30), spare, floor=60.0, ceiling=900.0
-    ).price
+    assert (
+        beyond.quote(request(30), spare, floor=60.0, ceiling=900.0).price
+        == inside.quote(request(30), spare, floor=60.0, ceiling=900.0).price
+    )
 
 
 def test_the_extrapolated_demand_prices_a_scarce_night_past_the_trained_range_and_falls_with_price(
@@ -203,10 +233,12 @@ def test_the_extrapolated_demand_prices_a_scarce_night_past_the_trained_range_an
     """Default pricer: past the trained range (60-500) demand continues as a logit tail, so a night with one
     room left and many shoppers to come is priced above 500, and not at the ceiling when rooms are spare."""
     pricer = load_pricer(bundle, capacity=BidPriceConfig(curve_mean_days=25.0))
-    scarce = pricer.quote(request(30), {"views_7d": 40.0, "rooms_left": 1.0, "capacity": 40.0}, floor=60.0,
-                          ceiling=2000.0)
-    spare = pricer.quote(request(30), {"views_7d": 4.0, "rooms_left": 30.0, "capacity": 40.0}, floor=60.0,
-                         ceiling=2000.0)
+    scarce = pricer.quote(
+        request(30), {"views_7d": 40.0, "rooms_left": 1.0, "capacity": 40.0}, floor=60.0, ceiling=2000.0
+    )
+    spare = pricer.quote(
+        request(30), {"views_7d": 4.0, "rooms_left": 30.0, "capacity": 40.0}, floor=60.0, ceiling=2000.0
+    )
     assert 500.0 < scarce.price < 2000.0 and spare.price < 500.0
     probs = [p for _, p in sorted(scarce.candidates)]
     assert all(b <= a + 1e-9 for a, b in zip(probs, probs[1:], strict=False))  # monotone, also past 500
@@ -271,8 +303,12 @@ def test_a_stay_is_priced_against_the_bids_of_every_night_it_holds(bundle: Path)
         source = MemoryFeatureSource()
         if later_rooms is not None:
             for k in (1, 2):
-                source.put("h1", "std", stay.stay_date + timedelta(days=k),
-                           {"views_7d": 20.0, "rooms_left": later_rooms, "capacity": 40.0})
+                source.put(
+                    "h1",
+                    "std",
+                    stay.stay_date + timedelta(days=k),
+                    {"views_7d": 20.0, "rooms_left": later_rooms, "capacity": 40.0},
+                )
         pricer = load_pricer(bundle, capacity=cfg, stay_features=source)
         return pricer.quote(stay, checkin, floor=60.0, ceiling=2000.0).price
 
