@@ -24,9 +24,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import math
 import uuid
+from collections.abc import Iterator
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -46,6 +49,39 @@ class ExplorationConfig(BaseModel):
     band: float = Field(default=0.05, ge=0.0, lt=1.0, allow_inf_nan=False)
     arms: int = Field(default=5, ge=1, le=101)
     seed: int = 0
+
+
+_OVERRIDE: contextvars.ContextVar[ExplorationConfig | None] = contextvars.ContextVar("exploration", default=None)
+
+
+@contextlib.contextmanager
+def exploring(config: ExplorationConfig | None) -> Iterator[None]:
+    """Within the block, tier pricers explore with ``config`` instead of their own setting (``None``: no change).
+
+    The service explores a new hotel's stage-two prices this way (``pricing.cold_start_serving``) with the
+    same loaded models that price every other hotel unexplored.
+
+    Example:
+        >>> with exploring(ExplorationConfig(band=0.1)):
+        ...     in_force(None).band
+        0.1
+        >>> in_force(None) is None
+        True
+    """
+    if config is None:
+        yield
+        return
+    token = _OVERRIDE.set(config)
+    try:
+        yield
+    finally:
+        _OVERRIDE.reset(token)
+
+
+def in_force(own: ExplorationConfig | None) -> ExplorationConfig | None:
+    """The exploration a pricer applies now: the :func:`exploring` block's, else its ``own``."""
+    override = _OVERRIDE.get()
+    return own if override is None else override
 
 
 def _unit(seed: int, key: uuid.UUID) -> float:

@@ -43,7 +43,7 @@ import numpy.typing as npt
 from events.models import PricingRequest
 from pricing.bid_price import BidPriceConfig, DemandForecast, bid_price, cost_per_night, forecast, logit_tail
 from pricing.errors import BundleError
-from pricing.exploration import ExplorationConfig, explore
+from pricing.exploration import ExplorationConfig, explore, in_force
 from pricing.feature_source import FeatureRead
 from pricing.onnx_runtime import OnnxDemandModel
 from pricing.optimiser import check_bounds, optimise, price_grid
@@ -466,10 +466,9 @@ class _BundlePricer:
             price = min(max(math.sqrt(floor * ceiling) if rule_price is None else rule_price, floor), ceiling)
             price = price if math.isfinite(price) else floor
         propensity = 1.0
-        if self._exploration is not None and not best.fallback:
-            price, propensity = explore(
-                price, floor=floor, ceiling=ceiling, key=request.request_id, config=self._exploration
-            )
+        exploration = in_force(self._exploration)
+        if exploration is not None and not best.fallback:
+            price, propensity = explore(price, floor=floor, ceiling=ceiling, key=request.request_id, config=exploration)
         return Quote(
             price,
             best.expected_revenue,
