@@ -54,6 +54,7 @@ from feedback.registry import ModelRegistry
 from pricestream.settings import Settings
 from pricestream.wiring import BootstrapModels, Progress, build_scorer, pricer_loader
 from pricing.audit import AuditLog
+from pricing.exploration import ExplorationConfig
 from pricing.feature_source import FeatureSource
 from pricing.rollout import RolloutScorer
 from pricing.scorer import Scorer, ScorerConfig
@@ -257,7 +258,15 @@ def staged_scorer(settings: Settings, scorer: Scorer) -> Scorer:
                         on_decision=scorer.on_decision,
                         history=history_store(settings),
                         cold_start=cold_start_config(settings), partial_windows=settings.cold_start_partial_windows,
-                        counts_ttl_s=settings.cold_start_counts_ttl_s)
+                        counts_ttl_s=settings.cold_start_counts_ttl_s, explore_transfer=transfer_exploration(settings))
+
+
+def transfer_exploration(settings: Settings) -> ExplorationConfig | None:
+    """How ``serve`` explores a new hotel's prices in stage ``transfer`` (``None``: band 0, as any other hotel)."""
+    if settings.cold_start_explore_band <= 0:
+        return None
+    return ExplorationConfig(band=settings.cold_start_explore_band, arms=settings.cold_start_explore_arms,
+                             seed=settings.seed)
 
 
 def build_serving_path(

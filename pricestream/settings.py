@@ -179,6 +179,12 @@ class Settings(BaseSettings):
     on the decision as ``cold_start:<stage>`` (``pricing.cold_start_serving``; its history in Redis, its label
     counts added by the label service). On by default: a hotel with no views or bookings in the feature store at
     its first request is priced by rules on its first day. ``false``: every hotel priced as before cold start."""
+    cold_start_explore_band: float = Field(default=0.10, ge=0.0, lt=1.0)
+    """Cold start in ``serve``: half-width of the exploration band of a new hotel's prices in stage ``transfer``
+    (logged propensities, so its own labels identify its elasticity; 0: explored as any hotel, ``explore_band``).
+    0.10 with 5 arms is what ``bench/cold_start.py`` measured (``--explore-band``)."""
+    cold_start_explore_arms: int = Field(default=5, ge=1, le=101)
+    """Cold start in ``serve``: prices in that band."""
     cold_start_partial_windows: bool = True
     """Cold start in ``serve``: a new hotel's window counts read at full length while its history is shorter."""
     cold_start_counts_ttl_s: float = Field(default=30.0, ge=0.0)

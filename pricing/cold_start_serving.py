@@ -60,6 +60,7 @@ from typing import Any, Protocol
 from events.models import PricingDecision, PricingRequest
 from pricing import degraded as dg
 from pricing.cold_start import RULE_PREFIX, ColdStartConfig, HotelHistory, PartialWindows, Stage, stage_of
+from pricing.exploration import ExplorationConfig, exploring
 from pricing.feature_source import FeatureSource
 from pricing.metrics import ScorerMetrics
 from pricing.scorer import Scorer, Trail
@@ -207,12 +208,17 @@ class StagedScorer(Scorer):
         cold_start: the thresholds (settings ``PRICESTREAM_COLD_START_*``).
         partial_windows: read a new hotel's window counts at full length (:class:`PartialWindows`).
         counts_ttl_s: seconds a hotel's label counts are cached (:data:`COUNTS_TTL_S`).
+        explore_transfer: how a hotel's prices are explored in stage ``transfer`` (logged propensities,
+            :mod:`pricing.exploration`: its own labels then identify its elasticity), on the same loaded
+            models; ``None``: as every other hotel (settings ``PRICESTREAM_COLD_START_EXPLORE_*``).
     """
 
     def __init__(self, *args: Any, history: HistoryStore, cold_start: ColdStartConfig,
-                 partial_windows: bool = True, counts_ttl_s: float = COUNTS_TTL_S, **kwargs: Any) -> None:
+                 partial_windows: bool = True, counts_ttl_s: float = COUNTS_TTL_S,
+                 explore_transfer: ExplorationConfig | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.history, self.cold_start, self.counts_ttl_s = history, cold_start, counts_ttl_s
+        self.explore_transfer = explore_transfer
         self._first: dict[str, datetime | None] = {}
         self._counts: dict[str, tuple[float, tuple[int, int]]] = {}
         self.raw_source: FeatureSource = self.feature_source
@@ -248,7 +254,8 @@ class StagedScorer(Scorer):
             stage, _ = self.stage(request.hotel_id, request.event_time, request=request)
             if stage == "rules":
                 return self._rules_stage(request, deadline_ms)
-            decision, trail = super().price_traced(request, deadline_ms=deadline_ms)
+            with exploring(self.explore_transfer if stage == "transfer" else None):
+                decision, trail = super().price_traced(request, deadline_ms=deadline_ms)
             return _stamped(decision, stage), trail
         finally:
             _PRICING_AT.reset(token)
@@ -258,10 +265,14 @@ class StagedScorer(Scorer):
         if not requests:
             return []
         stages = [self.stage(r.hotel_id, r.event_time, request=r)[0] for r in requests]
-        modelled = [r for r, st in zip(requests, stages, strict=True) if st != "rules"]
         token = _PRICING_AT.set(max(r.event_time for r in requests))
         try:
-            batch = iter(super().price_batch_traced(modelled, deadline_ms=deadline_ms) if modelled else [])
+            # one model batch per exploration setting: stage two explored, the others as configured
+            plain = [r for r, st in zip(requests, stages, strict=True) if st == "own"]
+            explored = [r for r, st in zip(requests, stages, strict=True) if st == "transfer"]
+            own = iter(super().price_batch_traced(plain, deadline_ms=deadline_ms) if plain else [])
+            with exploring(self.explore_transfer):
+                transfer = iter(super().price_batch_traced(explored, deadline_ms=deadline_ms) if explored else [])
         finally:
             _PRICING_AT.reset(token)
         out = []
@@ -269,7 +280,7 @@ class StagedScorer(Scorer):
             if stage == "rules":
                 out.append(self.price_traced(request, deadline_ms=deadline_ms))
             else:
-                decision, trail = next(batch)
+                decision, trail = next(own if stage == "own" else transfer)
                 out.append((_stamped(decision, stage), trail))
         return out
 

@@ -213,8 +213,14 @@ def test_cold_start_in_serve_a_new_hotel_is_priced_by_rules_then_transferred_a_t
         assert traded["tier"] in ("light", "heavy") and traded["rule_ids"][-1] == "cold_start:own"
         assert traded["feature_version"] == 1 and not traded["degraded"]
         assert [d["rule_ids"][-1] for d in batch.json()] == ["cold_start:transfer", "cold_start:own"]
+        # stage two is explored (PRICESTREAM_COLD_START_EXPLORE_BAND 0.10, 5 arms): a drawn arm's propensity
+        # (1/5, or a multiple where the rules' band merges arms); rules and mature hotels are not explored
+        assert transfer["propensity"] < 1.0 and round(transfer["propensity"] * 5) == transfer["propensity"] * 5
+        assert first["propensity"] == traded["propensity"] == 1.0
+        assert [d["propensity"] < 1.0 for d in batch.json()] == [True, False]
         published = {d["request_id"]: d for d in read_topic(env, "pricing.decisions", expect=6)}
         assert published[first["request_id"]]["rule_ids"][-1] == "cold_start:rules"  # recorded downstream too
+        assert published[transfer["request_id"]]["propensity"] == transfer["propensity"]
         wide = {**env, "COLUMNS": "250"}  # one line per row: the first sight is not wrapped
         shown = run_cli(wide, "cold-start", "history", "--hotel", new)
         first_seen = datetime.fromtimestamp((now_ms - 2 * day_ms) / 1000, tz=UTC).isoformat()

@@ -1,0 +1,44 @@
+"""Cold start in the served scorer: stage two explored with logged propensities (``pricing.cold_start_serving``)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pricing.cold_start_serving import MemoryHistoryStore
+from pricing.feature_source import MemoryFeatureSource
+from tests.unit.test_cold_start import NOW, _request, _staged
+
+
+def test_the_served_scorer_explores_a_new_hotel_in_stage_two_only_with_its_propensity_logged(
+    tmp_path: object,
+) -> None:
+    from pricestream.app import transfer_exploration
+    from pricestream.settings import Settings
+    from pricing.exploration import ExplorationConfig
+
+    source, store = MemoryFeatureSource(), MemoryHistoryStore()
+    stay = NOW.date() + timedelta(days=30)
+    source.put("h-old", "std", stay, {"searches_7d": 40.0, "views_7d": 12.0})
+    source.put("h-new", "std", stay, {"searches_7d": 10.0})
+    plain = _staged(tmp_path, source, MemoryHistoryStore())
+    staged = _staged(tmp_path, source, store)
+    staged.explore_transfer = ExplorationConfig(band=0.10, arms=5)
+    assert staged.price(_request(NOW)).propensity == 1.0  # stage one: rules, not explored
+    at = NOW + timedelta(days=2)
+    plain.price(_request(NOW))
+    ratios, propensities = set(), set()
+    for _ in range(40):
+        request = _request(at, days_out=28)
+        shown, chosen = staged.price(request), plain.price(request)
+        assert shown.rule_ids[-1] == chosen.rule_ids[-1] == "cold_start:transfer"
+        ratios.add(round(shown.price / chosen.price, 4))
+        propensities.add(shown.propensity)
+    assert propensities == {0.2}  # one of five arms, none clipped by the rules' band here
+    assert ratios == {0.9091, 0.9535, 1.0, 1.0488, 1.1}  # the five geometric steps within +-10%
+    old = _request(at, days_out=28).model_copy(update={"hotel_id": "h-old"})
+    assert staged.price(old).rule_ids[-1] == "cold_start:own"  # traded before: mature, not explored
+    assert staged.price(old).propensity == 1.0 and staged.price(old).price == plain.price(old).price
+    batch = staged.price_batch([old, _request(at, days_out=28)])
+    assert [(d.rule_ids[-1], d.propensity) for d in batch] == [("cold_start:own", 1.0), ("cold_start:transfer", 0.2)]
+    assert transfer_exploration(Settings()) == ExplorationConfig(band=0.10, arms=5, seed=Settings().seed)
+    assert transfer_exploration(Settings(cold_start_explore_band=0.0)) is None
