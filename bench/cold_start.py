@@ -73,6 +73,8 @@ LABEL_HORIZON_H = 2.0
 TRAIL_DAYS = 3
 """Days in the trailing share: one hotel's day holds a handful of bookings, too few for a daily ratio."""
 TARGET = 0.95
+GOAL_DAYS = 7
+"""The goal's days: from day 7 on the new hotel's share of DP is to be 95% of the mature hotels' on the same days."""
 RUNS = ("static", "dp", "staged", "rules_only", "transfer_only")
 STAGED_AT = "staged@"
 """Run name prefix of ``staged`` with another ``--own-weights`` value (``staged@4``)."""
@@ -87,10 +89,15 @@ class Tally:
     """Net revenue per (day index, hotel) of one run, and the new hotel's stage per day."""
 
     revenue: dict[tuple[int, str], float] = field(default_factory=lambda: defaultdict(float))
+    net: dict[tuple[int, str], float] = field(default_factory=lambda: defaultdict(float))
+    """The same bookings net of their rooms' opportunity cost: the DP oracle's bid price at the booking's state."""
     stages: dict[int, dict[str, int]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(int)))
+    unmatched: int = 0
+    """Bookings with no offer found to value their rooms at (counted at a bid price of 0)."""
 
-    def day(self, d: int, hotels: tuple[str, ...]) -> float:
-        return sum(self.revenue[(d, h)] for h in hotels)
+    def day(self, d: int, hotels: tuple[str, ...], *, measure: str = "revenue") -> float:
+        values = self.net if measure == "net" else self.revenue
+        return sum(values[(d, h)] for h in hotels)
 
 
 class Labels:
@@ -118,26 +125,59 @@ class Labels:
             self.cold.learn_one(request, decision, False)
 
 
-def run(market: Market, policy: Policy, *, start: datetime, days: int, seed: int,
-        on_event: Callable[[object], None] | None) -> Tally:
-    """``WARMUP_DAYS`` at the static price, then ``policy``; revenue of each day's bookings per hotel."""
+def run(
+    market: Market,
+    policy: Policy,
+    *,
+    start: datetime,
+    days: int,
+    seed: int,
+    on_event: Callable[[object], None] | None,
+    dp: DPOracle,
+) -> Tally:
+    """``WARMUP_DAYS`` at the static price, then ``policy``; per day and hotel the bookings' revenue and net value.
+
+    A booking's net value is its expected revenue less the opportunity cost of the rooms it takes: the DP
+    oracle's bid price per room-night (its value-to-go difference, ``DPOracle.bid_price``) at the offer that
+    led to it, so at the rooms left of the policy's own path. The DP oracle maximises the same quantity shopper
+    by shopper, so over a short window it is the reference that selling now no longer beats.
+    """
     static = static_policy(market)
     cancel = {s.name: s.cancel_rate for s in market.config.segments}
     tally = Tally()
+    offers: dict[tuple[object, ...], Offer] = {}
 
     def priced(offer: Offer) -> float:
-        return static(offer) if offer.at < start else policy(offer)
+        if offer.at < start:
+            return static(offer)
+        price = policy(offer)
+        offers[(*_key(offer), price)] = offer
+        return price
 
-    sim = Simulation(market, start=start - timedelta(days=WARMUP_DAYS), duration=timedelta(days=WARMUP_DAYS + days),
-                     policy=priced, rng_seed=seed)
+    sim = Simulation(
+        market,
+        start=start - timedelta(days=WARMUP_DAYS),
+        duration=timedelta(days=WARMUP_DAYS + days),
+        policy=priced,
+        rng_seed=seed,
+    )
     for event in sim:
         if on_event is not None:
             on_event(event)
         if getattr(event, "event_type", "") == "booking" and event.event_time >= start:
             b: Any = event
-            tally.revenue[((b.event_time - start) // timedelta(days=1), b.hotel_id)] += (
-                b.price_paid * b.rooms * b.nights * (1.0 - cancel[b.segment]))
+            day = (b.event_time - start) // timedelta(days=1)
+            keep = b.rooms * b.nights * (1.0 - cancel[b.segment])
+            tally.revenue[(day, b.hotel_id)] += b.price_paid * keep
+            offer = offers.get((b.hotel_id, b.room_type, b.stay_date, b.channel, b.segment, b.nights, b.price_paid))
+            bid = dp.bid_price(offer) if offer is not None else 0.0
+            tally.net[(day, b.hotel_id)] += (b.price_paid - bid) * keep
+            tally.unmatched += offer is None
     return tally
+
+
+def _key(offer: Offer) -> tuple[object, ...]:
+    return (offer.hotel_id, offer.room_type, offer.stay_date, offer.channel, offer.segment, offer.nights)
 
 
 @dataclass
@@ -169,34 +209,72 @@ def setup(name: str, args: argparse.Namespace, work: Path, say: Callable[[str], 
     t0 = time.perf_counter()
     frame = training_frame(market, n=args.rows, seed=args.market_seed, start=start - timedelta(days=60), days=60)
     pooled = frame[frame["hotel_id"] != new].reset_index(drop=True)
-    light = train_bundle(pooled, work / "light", tier="light", seed=args.market_seed,
-                         config=DemandModelConfig(num_trees=60))
-    heavy = train_bundle(pooled, work / "heavy", tier="heavy", seed=args.market_seed,
-                         config=DemandModelConfig(n_members=3, num_trees=120, bootstrap=True))
+    light = train_bundle(
+        pooled, work / "light", tier="light", seed=args.market_seed, config=DemandModelConfig(num_trees=60)
+    )
+    heavy = train_bundle(
+        pooled,
+        work / "heavy",
+        tier="heavy",
+        seed=args.market_seed,
+        config=DemandModelConfig(n_members=3, num_trees=120, bootstrap=True),
+    )
     capacity = history(market, start, seed=10_000, method=args.bid_method)
-    dp = DPOracle(market, first_night=start.date(),
-                  last_night=(start + timedelta(days=args.days + market.config.horizon_days + 1)).date())
+    dp = DPOracle(
+        market,
+        first_night=start.date(),
+        last_night=(start + timedelta(days=args.days + market.config.horizon_days + 1)).date(),
+    )
     for h in range(market.config.hotels):
         for r in range(len(market.config.room_types)):
             dp.values(h, r)
-    config = ColdStartConfig(transfer_after_days=args.transfer_after_days, own_after_labels=args.own_after_labels,
-                             own_after_bookings=args.own_after_bookings, own_weight=args.own_weights[0],
-                             refit_price_response=args.refit_price_response == "refit")
-    exploration = (ExplorationConfig(band=args.explore_band, arms=args.explore_arms, seed=args.market_seed)
-                   if args.explore_band > 0 else None)
-    say(f"{name}: pooled models on {len(pooled)} rows of {len(mature)} mature hotels, DP solved "
-        f"({time.perf_counter() - t0:.0f}s); new hotel {new}")
-    return Setup(market, new, mature, (light.path, heavy.path), pooled, capacity, dp, start, config, work,
-                 ONBOARD[args.onboard], args.partial_windows == "scale", exploration)
+    config = ColdStartConfig(
+        transfer_after_days=args.transfer_after_days,
+        own_after_labels=args.own_after_labels,
+        own_after_bookings=args.own_after_bookings,
+        own_weight=args.own_weights[0],
+        refit_price_response=args.refit_price_response == "refit",
+    )
+    exploration = (
+        ExplorationConfig(band=args.explore_band, arms=args.explore_arms, seed=args.market_seed)
+        if args.explore_band > 0
+        else None
+    )
+    say(
+        f"{name}: pooled models on {len(pooled)} rows of {len(mature)} mature hotels, DP solved "
+        f"({time.perf_counter() - t0:.0f}s); new hotel {new}"
+    )
+    return Setup(
+        market,
+        new,
+        mature,
+        (light.path, heavy.path),
+        pooled,
+        capacity,
+        dp,
+        start,
+        config,
+        work,
+        ONBOARD[args.onboard],
+        args.partial_windows == "scale",
+        exploration,
+    )
 
 
 def request_of(offer: Offer) -> PricingRequest:
-    return PricingRequest(hotel_id=offer.hotel_id, room_type=offer.room_type, stay_date=offer.stay_date,
-                          nights=offer.nights, channel=offer.channel, event_time=offer.at)  # type: ignore[arg-type]
+    return PricingRequest(
+        hotel_id=offer.hotel_id,
+        room_type=offer.room_type,
+        stay_date=offer.stay_date,
+        nights=offer.nights,
+        channel=offer.channel,
+        event_time=offer.at,
+    )  # type: ignore[arg-type]
 
 
-def staged_policy(s: Setup, which: str, seed: int, tally: Tally, *,
-                  own_weight: float | None = None) -> tuple[Policy, Callable[[object], None]]:
+def staged_policy(
+    s: Setup, which: str, seed: int, tally: Tally, *, own_weight: float | None = None
+) -> tuple[Policy, Callable[[object], None]]:
     """The scorers of ``staged`` / ``rules_only`` / ``transfer_only`` and the event feed of their features.
 
     ``own_weight`` replaces the refit's weight of the hotel's own labels (``None``: the first of ``--own-weights``).
@@ -211,20 +289,37 @@ def staged_policy(s: Setup, which: str, seed: int, tally: Tally, *,
     rules = scorer(s.market, source=read, bundles=None, capacity=s.capacity)  # type: ignore[arg-type]
     transfer = None
     if which == "staged" and s.exploration is not None:  # its labels must identify its elasticity
-        transfer = scorer(s.market, source=read, bundles=s.bundles, capacity=s.capacity,  # type: ignore[arg-type]
-                          exploration=s.exploration)
+        transfer = scorer(
+            s.market,
+            source=read,
+            bundles=s.bundles,
+            capacity=s.capacity,  # type: ignore[arg-type]
+            exploration=s.exploration,
+        )
 
     def refit(hotel: str, own: pd.DataFrame) -> Scorer:
-        paths = refit_bundles(s.bundles, own, s.work / f"own-{hotel}-{seed}-{config.own_weight:g}", config=config,
-                              pooled_frame=s.pooled_frame, seed=seed)
+        paths = refit_bundles(
+            s.bundles,
+            own,
+            s.work / f"own-{hotel}-{seed}-{config.own_weight:g}",
+            config=config,
+            pooled_frame=s.pooled_frame,
+            seed=seed,
+        )
         return scorer(s.market, source=read, bundles=(paths[0], paths[1]), capacity=s.capacity)  # type: ignore[arg-type]
 
     if which == "rules_only":
         config = config.model_copy(update={"transfer_after_days": float("inf")})
     elif which == "transfer_only":
         config = config.model_copy(update={"transfer_after_days": 0.0})
-    cold = ColdStartScorer(config, rules=rules, pooled=pooled, refit=refit if which == "staged" else None,
-                           mature=s.mature, transfer=transfer)
+    cold = ColdStartScorer(
+        config,
+        rules=rules,
+        pooled=pooled,
+        refit=refit if which == "staged" else None,
+        mature=s.mature,
+        transfer=transfer,
+    )
     labels = Labels(cold, s.new)
 
     def policy(offer: Offer) -> float:
@@ -262,11 +357,12 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                 elif which == "dp":
                     policy, on_event = s.dp.policy(), None
                 elif which.startswith(STAGED_AT):  # the same new hotel, its refit weighted otherwise
-                    policy, on_event = staged_policy(s, "staged", seed, tally,
-                                                     own_weight=float(which.removeprefix(STAGED_AT)))
+                    policy, on_event = staged_policy(
+                        s, "staged", seed, tally, own_weight=float(which.removeprefix(STAGED_AT))
+                    )
                 else:
                     policy, on_event = staged_policy(s, which, seed, tally)
-                out = run(s.market, policy, start=s.start, days=args.days, seed=seed, on_event=on_event)
+                out = run(s.market, policy, start=s.start, days=args.days, seed=seed, on_event=on_event, dp=s.dp)
                 out.stages = tally.stages
                 results[which].append(out)
                 total = sum(out.day(d, (s.new,)) for d in range(args.days))
@@ -299,14 +395,18 @@ class Summary:
     """Run -> the new hotel's revenue over the window (sum over seeds)."""
     by_weight: dict[str, tuple[float, float, int | None, int | None]] = field(default_factory=dict)
     """``staged`` and each ``staged@W`` -> (window revenue, share of DP on the own days, days to 95% by both)."""
+    seeds: dict[str, np.ndarray] = field(default_factory=dict)
+    """Per-seed figures (:func:`per_seed`)."""
+    measure: str = "net"
 
 
-def summarise(results: dict[str, list[Tally]], days: int) -> Summary:
+def summarise(results: dict[str, list[Tally]], days: int, *, measure: str = "net") -> Summary:
+    """One preset's figures on ``measure``: ``net`` (bookings net of their rooms' opportunity cost) or ``revenue``."""
     s: Setup = results["_setup"][0]  # type: ignore[assignment]
     new = (s.new,)
 
     def per_day(which: str, hotels: tuple[str, ...]) -> np.ndarray:
-        return np.array([sum(t.day(d, hotels) for t in results[which]) for d in range(days)])
+        return np.array([sum(t.day(d, hotels, measure=measure) for t in results[which]) for d in range(days)])
 
     dp_new, dp_mature = per_day("dp", new), per_day("dp", s.mature)
     mature_share = float(per_day("staged", s.mature).sum() / dp_mature.sum())
@@ -325,6 +425,7 @@ def summarise(results: dict[str, list[Tally]], days: int) -> Summary:
         idx = [d for d in range(days) if stage_of_day[d] == st]
         if idx:
             stage_share[st] = float(staged[idx].sum() / dp_new[idx].sum())
+
     def reached(revenue: np.ndarray, mature: float | np.ndarray) -> int | None:
         ok = _trailing(revenue, dp_new) >= TARGET * mature
         return next((d for d in range(days) if ok[d:].all()), None)
@@ -336,41 +437,114 @@ def summarise(results: dict[str, list[Tally]], days: int) -> Summary:
     for run_name in ("staged", *(r for r in results if r.startswith(STAGED_AT))):
         revenue = per_day(run_name, new)
         own = float(revenue[own_days].sum() / dp_new[own_days].sum()) if own_days else float("nan")
-        by_weight[run_name] = (float(revenue.sum()), own, reached(revenue, mature_share),
-                               reached(revenue, mature_trailing))
-    return Summary(days, mature_share, share, trailing, staged / per_day("static", new) - 1.0, stage_of_day,
-                   stage_share, reach, mature_trailing, reach_same, totals, by_weight)
+        by_weight[run_name] = (
+            float(revenue.sum()),
+            own,
+            reached(revenue, mature_share),
+            reached(revenue, mature_trailing),
+        )
+    return Summary(
+        days,
+        mature_share,
+        share,
+        trailing,
+        staged / per_day("static", new) - 1.0,
+        stage_of_day,
+        stage_share,
+        reach,
+        mature_trailing,
+        reach_same,
+        totals,
+        by_weight,
+        per_seed(results, s, days, measure),
+        measure,
+    )
+
+
+def per_seed(results: dict[str, list[Tally]], s: Setup, days: int, measure: str) -> dict[str, np.ndarray]:
+    """Per seed: the new hotel's share of DP over the mature hotels' (first ``GOAL_DAYS`` days, the days after),
+    and its window against static and rules only (``staged`` / other - 1)."""
+    new = (s.new,)
+
+    def total(which: str, seed: int, hotels: tuple[str, ...], span: range) -> float:
+        return sum(results[which][seed].day(d, hotels, measure=measure) for d in span)
+
+    first, after = range(min(GOAL_DAYS, days)), range(GOAL_DAYS, days)
+    out: dict[str, list[float]] = defaultdict(list)
+    for seed in range(len(results["staged"])):
+        for name, span in (("relative share, days 0-6", first), (f"relative share, days {GOAL_DAYS}+", after)):
+            if len(span):
+                mine = total("staged", seed, new, span) / total("dp", seed, new, span)
+                out[name].append(mine / (total("staged", seed, s.mature, span) / total("dp", seed, s.mature, span)))
+        window = range(days)
+        for other in ("static", "rules_only", "transfer_only"):
+            out[f"staged vs {other}"].append(total("staged", seed, new, window) / total(other, seed, new, window) - 1)
+    return {k: np.array(v) for k, v in out.items()}
+
+
+def interval(values: np.ndarray) -> tuple[float, float, float]:
+    """Mean and 95% t-interval over seeds."""
+    from scipy import stats
+
+    mean = float(values.mean())
+    if len(values) < 2:
+        return mean, float("nan"), float("nan")
+    half = float(stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values)))
+    return mean, mean - half, mean + half
 
 
 def _trailing(revenue: np.ndarray, dp: np.ndarray) -> np.ndarray:
     """Revenue over DP revenue of the ``TRAIL_DAYS`` days ending on each day."""
-    return np.array([revenue[max(0, d - TRAIL_DAYS + 1):d + 1].sum() / dp[max(0, d - TRAIL_DAYS + 1):d + 1].sum()
-                     for d in range(len(revenue))])
+    return np.array(
+        [
+            revenue[max(0, d - TRAIL_DAYS + 1) : d + 1].sum() / dp[max(0, d - TRAIL_DAYS + 1) : d + 1].sum()
+            for d in range(len(revenue))
+        ]
+    )
 
 
 def report(name: str, sm: Summary) -> str:
-    print(f"\n{name}: mature hotels' share of the DP oracle {sm.mature_share:.3f} (pooled models); "
-          f"target {TARGET:.0%} of it = {TARGET * sm.mature_share:.3f}")
-    print(f"{'day':>3s} {'stage':8s} {'vs static':>9s} {'share':>6s} {f'{TRAIL_DAYS}d share':>8s} "
-          f"{'rules only':>10s} {'transfer only':>13s} {'static':>6s} {'mature 3d':>9s}")
+    what = "net of opportunity cost" if sm.measure == "net" else "booked revenue"
+    print(
+        f"\n{name} [{what}]: mature hotels' share of the DP oracle {sm.mature_share:.3f} (pooled models); "
+        f"target {TARGET:.0%} of it = {TARGET * sm.mature_share:.3f}"
+    )
+    print(
+        f"{'day':>3s} {'stage':8s} {'vs static':>9s} {'share':>6s} {f'{TRAIL_DAYS}d share':>8s} "
+        f"{'rules only':>10s} {'transfer only':>13s} {'static':>6s} {'mature 3d':>9s}"
+    )
     for d in range(sm.days):
-        print(f"{d:3d} {sm.stage_of_day[d]:8s} {sm.vs_static[d]:+9.1%} {sm.share['staged'][d]:6.3f} "
-              f"{sm.trailing[d]:8.3f} {sm.share['rules_only'][d]:10.3f} {sm.share['transfer_only'][d]:13.3f} "
-              f"{sm.share['static'][d]:6.3f} {sm.mature_trailing[d]:9.3f}")
+        print(
+            f"{d:3d} {sm.stage_of_day[d]:8s} {sm.vs_static[d]:+9.1%} {sm.share['staged'][d]:6.3f} "
+            f"{sm.trailing[d]:8.3f} {sm.share['rules_only'][d]:10.3f} {sm.share['transfer_only'][d]:13.3f} "
+            f"{sm.share['static'][d]:6.3f} {sm.mature_trailing[d]:9.3f}"
+        )
     t = sm.totals
-    print("window, new hotel (sum over seeds): " + ", ".join(f"{w} {v:,.0f}" for w, v in t.items())
-          + f"; staged over static {t['staged'] / t['static'] - 1:+.1%}, over rules only "
-          f"{t['staged'] / t['rules_only'] - 1:+.1%}; share of DP {t['staged'] / t['dp']:.3f}")
+    print(
+        "window, new hotel (sum over seeds): "
+        + ", ".join(f"{w} {v:,.0f}" for w, v in t.items())
+        + f"; staged over static {t['staged'] / t['static'] - 1:+.1%}, over rules only "
+        f"{t['staged'] / t['rules_only'] - 1:+.1%}; share of DP {t['staged'] / t['dp']:.3f}"
+    )
     for run_name, (total, own, r1, r2) in sm.by_weight.items():
         shown = (f"day {d}" if d is not None else f"not within {sm.days}" for d in (r1, r2))
-        print(f"own weight, {run_name}: window {total:,.0f} ({total / t['static'] - 1:+.1%} vs static, "
-              f"{total / t['transfer_only'] - 1:+.1%} vs transfer only); share of DP on own days {own:.3f}; "
-              f"95% reached {next(shown)} (whole window), {next(shown)} (same days)")
-    reach, same = (f"on day {d}" if d is not None else f"not within {sm.days} days"
-                   for d in (sm.days_to_target, sm.days_to_target_same_day))
+        print(
+            f"own weight, {run_name}: window {total:,.0f} ({total / t['static'] - 1:+.1%} vs static, "
+            f"{total / t['transfer_only'] - 1:+.1%} vs transfer only); share of DP on own days {own:.3f}; "
+            f"95% reached {next(shown)} (whole window), {next(shown)} (same days)"
+        )
+    for k, v in sm.seeds.items():
+        mean, lo, hi = interval(v)
+        print(f"per seed, {k}: mean {mean:.3f}, 95% interval [{lo:.3f}, {hi:.3f}]; " + " ".join(f"{x:.3f}" for x in v))
+    reach, same = (
+        f"on day {d}" if d is not None else f"not within {sm.days} days"
+        for d in (sm.days_to_target, sm.days_to_target_same_day)
+    )
     stages = ", ".join(f"{k} {v:.3f}" for k, v in sm.stage_share.items())
-    return (f"{name}: 95% of the mature share ({sm.mature_share:.3f}) reached {reach}; 95% of the mature "
-            f"hotels' share on the same days reached {same}; stage shares {stages}")
+    return (
+        f"{name} [{sm.measure}]: 95% of the mature share ({sm.mature_share:.3f}) reached {reach}; 95% of the mature "
+        f"hotels' share on the same days reached {same}; stage shares {stages}"
+    )
 
 
 def plot(summaries: dict[str, Summary], path: Path) -> None:
@@ -391,8 +565,9 @@ def plot(summaries: dict[str, Summary], path: Path) -> None:
         ax.plot(x, sm.share["transfer_only"], ":", label="new hotel, transfer only")
         ax.plot(x, sm.share["static"], "-", color="grey", lw=0.8, label="new hotel, static")
         ax.axhline(sm.mature_share, color="k", lw=1, label="mature hotels (pooled)")
-        ax.plot(x, sm.mature_trailing, "-", color="k", lw=0.6, alpha=0.6,
-                label=f"mature hotels ({TRAIL_DAYS}-day trailing)")
+        ax.plot(
+            x, sm.mature_trailing, "-", color="k", lw=0.6, alpha=0.6, label=f"mature hotels ({TRAIL_DAYS}-day trailing)"
+        )
         ax.axhline(TARGET * sm.mature_share, color="k", lw=0.8, ls="--", label="95% of mature")
         ax.set_title(f"{name}: share of the DP oracle by day (shaded: rules / transfer / own)", fontsize=9)
         ax.set_xlabel("day since the new hotel joined")
@@ -416,19 +591,47 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--transfer-after-days", type=float, default=1.0)
     parser.add_argument("--own-after-labels", type=int, default=300)
     parser.add_argument("--own-after-bookings", type=int, default=10)
-    parser.add_argument("--own-weights", type=float, nargs="+", default=[ColdStartConfig().own_weight],
-                        help="weight of the new hotel's own labels in its refit: the first is `staged`'s; each "
-                             "other one adds a run `staged@W` on the same shoppers (default: the service's)")
-    parser.add_argument("--refit-price-response", choices=("keep", "refit"), default="keep",
-                        help="stage three keeps the pooled price response (trees only refitted) or refits it")
-    parser.add_argument("--explore-band", type=float, default=0.10,
-                        help="staged explores the new hotel's stage-two prices within +-band (0: no exploration)")
+    parser.add_argument(
+        "--own-weights",
+        type=float,
+        nargs="+",
+        default=[ColdStartConfig().own_weight],
+        help="weight of the new hotel's own labels in its refit: the first is `staged`'s; each "
+        "other one adds a run `staged@W` on the same shoppers (default: the service's)",
+    )
+    parser.add_argument(
+        "--refit-price-response",
+        choices=("keep", "refit"),
+        default="keep",
+        help="stage three keeps the pooled price response (trees only refitted) or refits it",
+    )
+    parser.add_argument(
+        "--explore-band",
+        type=float,
+        default=0.10,
+        help="staged explores the new hotel's stage-two prices within +-band (0: no exploration)",
+    )
     parser.add_argument("--explore-arms", type=int, default=5)
-    parser.add_argument("--onboard", choices=sorted(ONBOARD), default="inventory",
-                        help="what the stream has of the new hotel from before it joins (see ONBOARD)")
-    parser.add_argument("--partial-windows", choices=("scale", "raw"), default="scale",
-                        help="the new hotel's window counts while its history is shorter: scaled to full length "
-                             "(pricing.cold_start.PartialWindows) or as counted")
+    parser.add_argument(
+        "--onboard",
+        choices=sorted(ONBOARD),
+        default="inventory",
+        help="what the stream has of the new hotel from before it joins (see ONBOARD)",
+    )
+    parser.add_argument(
+        "--partial-windows",
+        choices=("scale", "raw"),
+        default="scale",
+        help="the new hotel's window counts while its history is shorter: scaled to full length "
+        "(pricing.cold_start.PartialWindows) or as counted",
+    )
+    parser.add_argument(
+        "--measure",
+        choices=("net", "revenue"),
+        default="net",
+        help="what the shares, the plot and the last line count: each day's bookings net of the "
+        "opportunity cost of their rooms (the DP oracle's bid price), or booked revenue",
+    )
     parser.add_argument("--png", type=Path, default=Path("reports/cold_start.png"))
     args = parser.parse_args(argv)
 
@@ -438,12 +641,18 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     summaries, last = {}, []
     for name in args.presets:
-        summaries[name] = summarise(bench_preset(name, args, say), args.days)
+        results = bench_preset(name, args, say)
+        report(name, summarise(results, args.days, measure="revenue"))
+        summaries[name] = summarise(results, args.days, measure=args.measure)
         last.append(report(name, summaries[name]))
+        unmatched = sum(t.unmatched for ts in results.values() for t in ts if isinstance(t, Tally))
+        print(f"{name}: {unmatched} bookings with no offer to value their rooms at (bid price 0)")
     plot(summaries, args.png)
-    print(f"\nplot: {args.png}; {args.days} days, {args.seeds} seeds, {args.hotels} hotels per preset "
-          f"(the last one new), own weights {args.own_weights} (the first is `staged`'s), "
-          f"{time.perf_counter() - started:.0f}s")
+    print(
+        f"\nplot: {args.png}; {args.days} days, {args.seeds} seeds, {args.hotels} hotels per preset "
+        f"(the last one new), own weights {args.own_weights} (the first is `staged`'s), "
+        f"{time.perf_counter() - started:.0f}s"
+    )
     print("; ".join(last))
 
 
