@@ -22,8 +22,11 @@ Per seed (common random numbers), the same shoppers are priced by
 * ``transfer_only``: the same, the new hotel by the pooled models from day 0, never refitted.
 
 Revenue per day of a hotel is that of the bookings it takes that day (any night),
-net of expected cancellations. The mature share is the mature hotels' revenue in
-``staged`` over theirs in ``dp`` over the window; the new hotel's share per day is its
+net of expected cancellations; with ``--measure net`` (the default) each booking is
+also charged the opportunity cost of its rooms, the DP oracle's bid price per room-night at the rooms left
+of the offer it came from, so that selling now is no longer free over a short window.
+The mature share is the mature hotels' revenue in ``staged`` over theirs in ``dp`` over the window;
+the new hotel's share per day is its
 revenue over its ``dp`` revenue that day (sums over seeds), and also over a trailing
 ``TRAIL_DAYS`` window (a day holds a few bookings of one hotel). Days to 95%: the first
 day from which the trailing share stays at or above 0.95 x the mature share over the whole window;
