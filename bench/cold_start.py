@@ -294,9 +294,9 @@ def staged_policy(
     if which == "staged" and s.exploration is not None:  # its labels must identify its elasticity
         transfer = scorer(
             s.market,
-            source=read,
+            source=read,  # type: ignore[arg-type]
             bundles=s.bundles,
-            capacity=s.capacity,  # type: ignore[arg-type]
+            capacity=s.capacity,
             exploration=s.exploration,
         )
 
