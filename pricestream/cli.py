@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 import typer
 
 from pricestream.commands import autoscale as autoscale_cmd
+from pricestream.commands import bid_price as bid_price_cmd
 from pricestream.commands import cold_start as cold_start_cmd
 from pricestream.commands import features as features_cmd
 from pricestream.commands import heavy as heavy_cmd
@@ -71,6 +72,7 @@ app.add_typer(services_cmd.app, name="services")
 app.command("run")(run_cmd.run)
 app.add_typer(market_cmd.app, name="market")
 app.add_typer(cold_start_cmd.app, name="cold-start")
+app.add_typer(bid_price_cmd.app, name="bid-price")
 app.add_typer(keys_cmd.app, name="keys")
 app.add_typer(heavy_cmd.app, name="heavy")
 app.add_typer(k8s_cmd.app, name="k8s")

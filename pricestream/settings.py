@@ -161,6 +161,10 @@ class Settings(BaseSettings):
     decision_time: Literal["decided", "request"] = "decided"
     """A served decision's ``event_time``: when it was made, or its request's ``event_time`` (a simulation or a
     replay, whose label join must measure its horizon from the simulated request time)."""
+    bid_config: Path | None = None
+    """The bid price's forecast parameters (a ``BidPriceConfig`` JSON, written by ``pricestream bid-price measure``
+    from the hotel's behaviour history: booking curve, room shares, stays, cancellations); ``None``: the built-in
+    defaults (``pricing.tiers.DEFAULT_CAPACITY``: an exponential curve of mean 30 days over 120)."""
     explore_band: float = Field(default=0.0, ge=0.0, lt=1.0)
     """Relative half-width of the shown-price exploration band of the model tiers (0: no exploration)."""
     explore_arms: int = Field(default=5, ge=1, le=101)

@@ -29,7 +29,7 @@ import tempfile
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,6 +40,9 @@ from pricing.models import DemandModelConfig
 from pricing.rules import RuleSet
 from pricing.scorer import DecisionCallback, DecisionSink, ModelSource, Scorer, ScorerConfig
 from routing.router import TieredRouter
+
+if TYPE_CHECKING:
+    from pricing.bid_price import BidPriceConfig
 
 Progress = Callable[[str, int, int], None]
 """``on_progress(step, done, total)``: the CLI draws it; the library never prints."""
@@ -127,6 +130,7 @@ def pricer_loader(settings: Settings) -> Callable[[Path], Any]:
 
     exploration = None if settings.explore_band <= 0 else ExplorationConfig(
         band=settings.explore_band, arms=settings.explore_arms, seed=settings.seed)
+    capacity = bid_config(settings)
 
     def load(bundle_dir: Path) -> Any:
         from pricing.tiers import load_pricer  # deferred: onnxruntime loads only when a model does
@@ -139,9 +143,36 @@ def pricer_loader(settings: Settings) -> Callable[[Path], Any]:
             if meta["tier"] == "heavy":
                 return RemoteHeavyPricer(settings.heavy_endpoint(), version=str(meta["version"]),
                                          deadline_ms=settings.heavy_deadline_ms, name=str(meta["name"]))
-        return load_pricer(bundle_dir, exploration=exploration)
+        if capacity is None:
+            return load_pricer(bundle_dir, exploration=exploration)
+        return load_pricer(bundle_dir, exploration=exploration, capacity=capacity)
 
     return load
+
+
+def bid_config(settings: Settings) -> BidPriceConfig | None:
+    """The bid price's forecast of ``settings.bid_config`` (``None``: the tiers' built-in default).
+
+    Raises:
+        ValueError: the file cannot be read or is not a ``BidPriceConfig``, naming the file and what is wrong.
+    """
+    if settings.bid_config is None:
+        return None
+    from pydantic import ValidationError
+
+    from pricing.bid_price import BidPriceConfig  # noqa: F811 - the runtime import of the annotation's name
+
+    try:
+        return BidPriceConfig.model_validate_json(settings.bid_config.read_bytes())
+    except OSError as exc:
+        msg = f"PRICESTREAM_BID_CONFIG: cannot read {settings.bid_config}: {exc.strerror or exc}"
+        raise ValueError(msg) from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "<file>"
+        msg = (f"PRICESTREAM_BID_CONFIG {settings.bid_config}: field {where!r}: {first['msg']} "
+               "(expected the JSON written by `pricestream bid-price measure`)")
+        raise ValueError(msg) from exc
 
 
 def build_scorer(

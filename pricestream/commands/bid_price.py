@@ -1,0 +1,104 @@
+"""``pricestream bid-price ...``: the bid price's forecast parameters, measured from the hotel's behaviour history."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from pricestream.commands.common import CliInputError, new_app, out, settings, table
+
+if TYPE_CHECKING:
+    from events.models import Record
+
+app = new_app("The bid price's forecast (booking curve, room shares, stays, cancellations) from behaviour history.")
+
+_SHOWN_ERRORS = 3
+
+
+def _from_file(path: Path, rejected: list[str]) -> Iterator[Record]:
+    from events.errors import EventValidationError
+    from events.models import parse_event
+
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        msg = f"--events: cannot read {path}: {exc.strerror or exc}"
+        raise CliInputError(msg) from exc
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield parse_event(line.rstrip(b"\r\n"))
+            except EventValidationError as exc:
+                rejected.append(f"{path}:{number}: {exc}")
+
+
+def _from_topic(topic: str, rejected: list[str]) -> Iterator[Record]:
+    from events.errors import EventValidationError
+    from events.models import parse_event
+    from feedback.services.kafka_io import drain
+
+    kafka = settings().kafka()
+    for message in drain(kafka, kafka.topic(topic)):
+        try:
+            yield parse_event(message.value() or b"")
+        except EventValidationError as exc:
+            rejected.append(f"{topic}@{message.partition()}:{message.offset()}: {exc}")
+
+
+@app.command("measure")
+def measure(
+    out_path: Annotated[
+        Path, typer.Option("--out", help="the BidPriceConfig JSON to write (serve loads it: PRICESTREAM_BID_CONFIG)")
+    ],
+    events: Annotated[
+        list[Path] | None,
+        typer.Option("--events", help="behaviour events, one contract record per line (JSONL); default: the topic"),
+    ] = None,
+    topic: Annotated[str, typer.Option(help="topic read when no --events is given (to its end)")] = "behaviour.events",
+    method: Annotated[str, typer.Option(help="the bid's method: dp, fluid or stochastic")] = "dp",
+) -> None:
+    """Measure the forecast from a year of searches, bookings and cancellations; write it for ``serve`` to load.
+
+    Lines or records that are not contract records are skipped and counted (the first few shown); other record
+    types (views, inventory, rates) are ignored.
+    """
+    from pricing.bid_history import measure as measure_history
+
+    if method not in ("dp", "fluid", "stochastic"):
+        msg = f"--method: got {method!r}, expected dp, fluid or stochastic"
+        raise CliInputError(msg)
+    rejected: list[str] = []
+
+    def records() -> Iterator[Record]:
+        if events:
+            for path in events:
+                yield from _from_file(path, rejected)
+        else:
+            yield from _from_topic(topic, rejected)
+
+    try:
+        history = measure_history(records(), method=method)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise CliInputError(str(exc)) from exc
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(history.config.model_dump_json(indent=2) + "\n")
+    cfg = history.config
+    shares = ", ".join(f"{name} {share:.3f}" for name, share in cfg.room_shares or ())
+    rows = [
+        ("searches / bookings / cancellations", f"{history.searches} / {history.bookings} / {history.cancellations}"),
+        ("from .. to", f"{history.first:%Y-%m-%d} .. {history.last:%Y-%m-%d}" if history.first and history.last
+         else "-"),
+        ("horizon (days)", cfg.horizon_days),
+        ("room shares of searches", shares),
+        ("rooms / nights per booking", f"{cfg.rooms_per_booking:.2f} / {cfg.nights_per_booking:.2f}"),
+        ("cancelled share of rooms", f"{cfg.cancel_share:.3f}"),
+        ("records skipped (not contract records)", len(rejected)),
+    ]
+    out.print(table(("measured", "value"), rows, title=f"bid price forecast -> {out_path}"))
+    for line in rejected[:_SHOWN_ERRORS]:
+        out.print(f"skipped {line}")
