@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import yaml
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from events.config import KafkaConfig
@@ -165,6 +165,12 @@ class Settings(BaseSettings):
     """The bid price's forecast parameters (a ``BidPriceConfig`` JSON, written by ``pricestream bid-price measure``
     from the hotel's behaviour history: booking curve, room shares, stays, cancellations); ``None``: the built-in
     defaults (``pricing.tiers.DEFAULT_CAPACITY``: an exponential curve of mean 30 days over 120)."""
+
+    @field_validator("bid_config", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, value: object) -> object:
+        return None if value == "" else value  # PRICESTREAM_BID_CONFIG= means the built-in defaults
+
     explore_band: float = Field(default=0.0, ge=0.0, lt=1.0)
     """Relative half-width of the shown-price exploration band of the model tiers (0: no exploration)."""
     explore_arms: int = Field(default=5, ge=1, le=101)

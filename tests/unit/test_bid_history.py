@@ -1,4 +1,4 @@
-"""The bid price's forecast measured from behaviour history (``pricing.bid_history``), its command and ``serve``'s load."""
+"""The bid price's forecast measured from behaviour history (``pricing.bid_history``), its command, serve's load."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_the_forecast_is_measured_from_the_events_it_names(history: tuple[Path, 
     assert m.config.rooms_per_booking == pytest.approx(sum(e.rooms for e in booked) / len(booked))  # type: ignore[attr-defined]
     shares = dict(m.config.room_shares or ())
     assert sum(shares.values()) == pytest.approx(1.0)
-    std = sum(1 for e in seen if getattr(e, "event_type", "") == "search" and e.room_type == "standard")  # type: ignore[attr-defined]
+    std = len([e for e in seen if getattr(e, "event_type", "") == "search" and e.room_type == "standard"])  # type: ignore[attr-defined]
     assert shares["standard"] == pytest.approx(std / m.searches) and 0.0 < shares["standard"] < 1.0
     # the resort's shoppers book months ahead (mean lead ~93 days): far from the default curve's 30-day mean
     assert m.config.horizon_days > 120 and curve_of(m.config).share(30.0) < 0.5
@@ -78,3 +78,28 @@ def test_no_searches_is_a_clear_error(tmp_path: Path) -> None:
     empty.write_text("")
     result = CliRunner().invoke(app, ["bid-price", "measure", "--events", str(empty), "--out", str(tmp_path / "b")])
     assert result.exit_code == 1 and "0 searches" in result.output
+
+
+def test_serve_loads_its_tier_pricers_with_the_measured_forecast(
+    history: tuple[Path, list[object]], tmp_path: Path
+) -> None:
+    import numpy as np
+
+    from pricing.bid_price import forecast
+    from pricing.models import DemandModelConfig
+    from pricing.tiers import DEFAULT_CAPACITY
+    from pricing.training import train_bundle
+    from tests.unit.test_cold_start import NOW, _frame, _request
+
+    _, seen = history
+    out = tmp_path / "bid.json"
+    out.write_text(measure(seen).config.model_dump_json())  # type: ignore[arg-type]
+    bundle = train_bundle(_frame(np.random.default_rng(0), 800, wtp=200.0), tmp_path / "light", tier="light",
+                          config=DemandModelConfig(num_trees=10)).path
+    measured = pricer_loader(Settings(bid_config=out))(bundle)
+    built_in = pricer_loader(Settings())(bundle)
+    assert measured._capacity == bid_config(Settings(bid_config=out)) and built_in._capacity == DEFAULT_CAPACITY
+    features = {"searches_7d": 6.0, "rooms_left": 2.0, "hotel_searches_24h": 400.0, "hotel_views_24h": 200.0}
+    request = _request(NOW, days_out=60).model_copy(update={"room_type": "standard"})
+    mine, default = forecast(request, features, measured._capacity), forecast(request, features, DEFAULT_CAPACITY)
+    assert mine is not None and default is not None and mine.views != default.views  # the hotel's own curve and pace
