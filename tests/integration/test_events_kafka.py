@@ -20,6 +20,11 @@ from events.topics import TOPICS
 pytestmark = pytest.mark.integration
 
 
+def _next_month() -> date:
+    """A stay date a month after today: a search's stay may not be in the past (a fixed date expires)."""
+    return datetime.now(tz=UTC).date() + timedelta(days=30)
+
+
 def _events(n: int) -> list[ViewEvent]:
     t0 = datetime(2026, 11, 1, tzinfo=UTC)
     return [
@@ -95,7 +100,7 @@ def test_invalid_event_is_refused_before_sending(kafka_config: KafkaConfig) -> N
 
 def test_malformed_record_goes_to_dlq_and_consumer_goes_on(kafka_config: KafkaConfig) -> None:
     create_topics(kafka_config, [TOPICS["behaviour.events"], TOPICS["behaviour.events.dlq"]])
-    good = SearchEvent(hotel_id="h1", room_type="std", stay_date=date(2026, 12, 1))
+    good = SearchEvent(hotel_id="h1", room_type="std", stay_date=_next_month())
     with Producer(kafka_config, topic="behaviour.events") as producer:
         producer.send(good)
         producer.send_raw(b"h1", b"{not json")
@@ -149,7 +154,7 @@ def test_a_2mb_record_is_dead_lettered_cut_to_size_and_the_consumer_goes_on(kafk
     from events.contract import DLQ_PAYLOAD_BYTES
 
     create_topics(kafka_config, [TOPICS["behaviour.events"], TOPICS["behaviour.events.dlq"]])
-    good = SearchEvent(hotel_id="h1", room_type="std", stay_date=date(2026, 12, 31))
+    good = SearchEvent(hotel_id="h1", room_type="std", stay_date=_next_month())
     huge = b'{"event_type": "view", "pad": "' + b"x" * 2_000_000 + b'"}'
     # a third-party client that lets it through (lz4 packs it far below the broker's limit)
     with Producer(kafka_config, topic="behaviour.events", extra={"message.max.bytes": 4_000_000}) as producer:
