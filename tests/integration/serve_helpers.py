@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -113,9 +114,13 @@ def start_serve(env: dict[str, str], log: Path, *, mature: Sequence[str] = FLEET
     raise RuntimeError(msg)
 
 
+STAY_DATE = (datetime.now(tz=UTC).date() + timedelta(days=45)).isoformat()
+"""The stay night the tests price: 45 days after today (a request's stay may not be in the past)."""
+
+
 def request_body(i: int, *, hotel: str | None = None) -> dict[str, Any]:
     return {"request_id": str(uuid.uuid4()), "hotel_id": hotel or f"h{i % 5}", "room_type": "std",
-            "stay_date": "2027-01-15", "nights": 1 + i % 3, "guest_key": f"g{i}"}
+            "stay_date": STAY_DATE, "nights": 1 + i % 3, "guest_key": f"g{i}"}
 
 
 def read_topic(env: dict[str, str], topic: str, *, expect: int | None = None, wait_s: float = 60.0) -> list[dict]:

@@ -31,7 +31,7 @@ from infra.config import StackConfig
 from pricestream.cli import app
 from pricestream.settings import Settings
 from routing.delivery import DeliveryConfig, assign_arm
-from tests.integration.serve_helpers import Server, free_port, seed_models, stack_env, start_serve
+from tests.integration.serve_helpers import STAY_DATE, Server, free_port, seed_models, stack_env, start_serve
 
 pytestmark = pytest.mark.integration
 
@@ -80,7 +80,7 @@ def _command(env: dict[str, str], *args: str) -> tuple[int, float]:
 
 
 def _price(client: httpx.Client, server: Server, guest: str) -> dict:
-    body = {"hotel_id": "h1", "room_type": "std", "stay_date": "2027-01-15", "nights": 2, "guest_key": guest}
+    body = {"hotel_id": "h1", "room_type": "std", "stay_date": STAY_DATE, "nights": 2, "guest_key": guest}
     r = client.post(f"{server.url}/v1/price", json=body)
     assert r.status_code == 200, r.text
     return r.json()

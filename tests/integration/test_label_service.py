@@ -140,7 +140,14 @@ def test_a_new_hotel_moves_from_rules_to_transfer_to_own_as_the_label_service_jo
     from pricing.cold_start_serving import RedisHistoryStore, history_prefix
     from routing.calibration import Thresholds
     from routing.threshold_state import ThresholdStore
-    from tests.integration.serve_helpers import PRICESTREAM, request_body, seed_models, stack_env, start_serve
+    from tests.integration.serve_helpers import (
+        PRICESTREAM,
+        STAY_DATE,
+        request_body,
+        seed_models,
+        stack_env,
+        start_serve,
+    )
 
     env = stack_env(stack, tmp_path / "state", PRICESTREAM_COLD_START_OWN_AFTER_LABELS="3",
                     PRICESTREAM_COLD_START_OWN_AFTER_BOOKINGS="3", PRICESTREAM_COLD_START_COUNTS_TTL_S="0",
@@ -173,7 +180,7 @@ def test_a_new_hotel_moves_from_rules_to_transfer_to_own_as_the_label_service_jo
             assert store.counts(hotel) == (0, 0)
             booked = transfer[:2] + [first]  # three bookings of its decisions, one decision left unbooked
             behaviour = Producer(kafka, topic="behaviour.events")
-            behaviour.send_many([BookingEvent(hotel_id=hotel, room_type="std", stay_date=date(2027, 1, 15),
+            behaviour.send_many([BookingEvent(hotel_id=hotel, room_type="std", stay_date=date.fromisoformat(STAY_DATE),
                                               event_time=datetime.now(tz=UTC), price_paid=d["price"],
                                               decision_id=d["decision_id"]) for d in booked])
             behaviour.flush()

@@ -17,10 +17,11 @@ import pytest
 
 from infra.config import StackConfig
 from tests.integration._http_serve import PRICESTREAM, free_port, serve
+from tests.integration.serve_helpers import STAY_DATE
 
 pytestmark = pytest.mark.integration
 
-BODY = {"hotel_id": "h1", "room_type": "std", "stay_date": "2027-01-15", "nights": 2}
+BODY = {"hotel_id": "h1", "room_type": "std", "stay_date": STAY_DATE, "nights": 2}
 PER_MINUTE = 30
 """The rate limit of these tests: per minute, so a burst's refusals do not depend on how fast the host is."""
 REVOCATION_S = 1.0

@@ -38,6 +38,7 @@ from pydantic import SecretStr
 from infra import kafka, kafka_security, redis_server
 from infra.config import StackConfig
 from tests.integration._http_serve import PRICESTREAM, START_WAIT_S, free_port
+from tests.integration.serve_helpers import STAY_DATE
 
 pytestmark = pytest.mark.integration
 
@@ -146,7 +147,7 @@ def _answers(url: str, ca: Path) -> bool:
 def test_serve_speaks_https_to_a_client_with_the_ca_and_refuses_plain_http(https_serve: tuple[str, Path]) -> None:
     base, ca = https_serve
     trusted = ssl.create_default_context(cafile=str(ca))
-    body = {"hotel_id": "h1", "room_type": "std", "stay_date": "2027-01-15", "nights": 2}
+    body = {"hotel_id": "h1", "room_type": "std", "stay_date": STAY_DATE, "nights": 2}
     priced = httpx.post(f"{base}/v1/price", json=body, verify=trusted, timeout=30.0)
     assert priced.status_code == 200, priced.text
     assert priced.json()["price"] > 0

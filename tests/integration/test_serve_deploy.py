@@ -16,6 +16,7 @@ import pytest
 
 from infra.config import StackConfig
 from tests.integration.serve_helpers import (
+    STAY_DATE,
     Server,
     read_topic,
     request_body,
@@ -188,7 +189,7 @@ def test_cold_start_in_serve_a_new_hotel_is_priced_by_rules_then_transferred_a_t
     state = Settings(state_dir=Path(env["PRICESTREAM_STATE_DIR"]))
     ThresholdStore(state.router_thresholds()).publish(Thresholds(rules_below=0.0, heavy_above=0.99),
                                                       at=datetime.now(tz=UTC), reason="test: models price all")
-    new, old, stay = f"new-{uuid.uuid4().hex[:8]}", f"old-{uuid.uuid4().hex[:8]}", "2027-01-15"
+    new, old, stay = f"new-{uuid.uuid4().hex[:8]}", f"old-{uuid.uuid4().hex[:8]}", STAY_DATE
     _traded_hotel_rows(env, old, stay)
     server = start_serve(env, tmp_path / "serve.log")
     try:
