@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from revenue import DEFAULT_START, history, scorer
+from revenue import DEFAULT_START, history, request_of, scorer
 from stream_features import AtRequestTime, StreamFeatures
 
 from events.models import PricingDecision, PricingRequest
@@ -262,17 +262,6 @@ def setup(name: str, args: argparse.Namespace, work: Path, say: Callable[[str], 
         args.partial_windows == "scale",
         exploration,
     )
-
-
-def request_of(offer: Offer) -> PricingRequest:
-    return PricingRequest(
-        hotel_id=offer.hotel_id,
-        room_type=offer.room_type,
-        stay_date=offer.stay_date,
-        nights=offer.nights,
-        channel=offer.channel,
-        event_time=offer.at,
-    )  # type: ignore[arg-type]
 
 
 def staged_policy(

@@ -206,20 +206,24 @@ def _thresholds(rules_below: float | None) -> Thresholds | None:
     return Thresholds(rules_below=rules_below, heavy_above=max(DEFAULT_THRESHOLDS.heavy_above, rules_below))
 
 
+def request_of(offer: Offer) -> PricingRequest:
+    """The pricing request a simulated offer makes (what the service would receive)."""
+    return PricingRequest(
+        hotel_id=offer.hotel_id,
+        room_type=offer.room_type,
+        stay_date=offer.stay_date,
+        nights=offer.nights,
+        channel=offer.channel,
+        event_time=offer.at,
+    )  # type: ignore[arg-type]
+
+
 def scorer_policy(s: Scorer, source: AtRequestTime, latencies: list[float] | None = None) -> Policy:
     """The scorer as a simulator policy; ``latencies`` collects each decision's ``latency_ms``."""
 
     def policy(offer: Offer) -> float:
         source.now = offer.at
-        request = PricingRequest(
-            hotel_id=offer.hotel_id,
-            room_type=offer.room_type,
-            stay_date=offer.stay_date,
-            nights=offer.nights,
-            channel=offer.channel,
-            event_time=offer.at,
-        )  # type: ignore[arg-type]
-        decision = s.price(request)
+        decision = s.price(request_of(offer))
         if latencies is not None:
             latencies.append(decision.latency_ms)
         return decision.price
