@@ -237,6 +237,7 @@ def setup(name: str, args: argparse.Namespace, work: Path, say: Callable[[str], 
         own_after_bookings=args.own_after_bookings,
         own_weight=args.own_weights[0],
         refit_price_response=args.refit_price_response == "refit",
+        rules_bid_floor=args.rules_bid_floor == "on",
     )
     exploration = (
         ExplorationConfig(band=args.explore_band, arms=args.explore_arms, seed=args.market_seed)
@@ -596,6 +597,12 @@ def main(argv: list[str] | None = None) -> None:
         choices=("keep", "refit"),
         default="keep",
         help="stage three keeps the pooled price response (trees only refitted) or refits it",
+    )
+    parser.add_argument(
+        "--rules-bid-floor",
+        choices=("on", "off"),
+        default="on" if ColdStartConfig().rules_bid_floor else "off",
+        help="stage one (and rules_only) prices no lower than the night's bid price (pricing.cold_start.bid_floored)",
     )
     parser.add_argument(
         "--explore-band",

@@ -5,7 +5,10 @@ its own. It is priced in three stages, decided by one rule a platform engineer
 can read (:func:`stage_of`, thresholds in :class:`ColdStartConfig`):
 
 1. ``rules`` until it has ``transfer_after_days`` of history: the rules tier
-   prices it from its base rate (no model has seen it or its features yet);
+   prices it from its base rate (no model has seen it or its features yet), no
+   lower than the night's bid price (``rules_bid_floor``, :func:`bid_floored`: the
+   opportunity cost of its rooms from the stream's demand forecast, rule id
+   ``cold_start_bid_floor`` when it binds);
 2. ``transfer`` from then on: the pooled models of the mature hotels price it.
    They carry no hotel id; a hotel enters them through its descriptors, the
    base rate (its price level: every model prices relative to it,
@@ -38,28 +41,36 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from events.models import PricingDecision, PricingRequest
+from pricing import degraded as dg
 from pricing.errors import TrainingError
 from pricing.feature_source import FeatureRead, FeatureSource
 from pricing.models import DemandModelConfig
+from pricing.rules import RuleSet
 from pricing.scorer import Scorer
 from pricing.training import META_FILE, read_meta, train_bundle
 from pricing.vectorize import HEAVY_COLUMNS, LIGHT_COLUMNS, input_columns, request_values
+
+if TYPE_CHECKING:
+    from pricing.tiers import TierPricer
 
 Stage = Literal["rules", "transfer", "own"]
 STAGES: tuple[Stage, ...] = ("rules", "transfer", "own")
 RULE_PREFIX = "cold_start:"
 """Rule id prefix of the stage recorded on a decision (``cold_start:transfer``)."""
+BID_FLOOR_RULE = "cold_start_bid_floor"
+"""Rule id recorded when stage one's price was raised to the night's bid price (:func:`bid_floored`)."""
 
 
 OWN_WEIGHT = 1.0
@@ -86,6 +97,9 @@ class ColdStartConfig(BaseModel):
     """Pooled rows (seeded sample) kept in the refit, so that the price response stays identified."""
     refit_trees: int = Field(default=20, ge=1)
     """Trees added to each member by continued training on the refit rows."""
+    rules_bid_floor: bool = True
+    """Stage one prices no lower than the night's bid price (:func:`bid_floored`): the rules alone sell a
+    scarce night at the base rate, below what the room is worth to later shoppers."""
     refit_price_response: bool = False
     """Refit the price response on the refit rows too (False: keep the pooled one). The hotel's own labels
     are priced by its policy, so its price moves with its features; a response refitted on them learns a
@@ -172,6 +186,45 @@ def _scaled(name: str, value: float | None, days: float) -> float | None:
         return value
     window = next(w for suffix, w in WINDOW_DAYS.items() if name.endswith(suffix))
     return value * window / days if days < window else value
+
+
+def bid_floored(
+    decision: PricingDecision, request: PricingRequest, *, pricer: TierPricer | None, rules: RuleSet
+) -> PricingDecision:
+    """Stage one's decision with its price raised to the night's bid price where the rules priced below it.
+
+    The rules price a new hotel from its base rate, with no term for the rooms left: a night about to
+    sell out goes at the base rate to the first shopper. The bid price (:mod:`pricing.bid_price`, the
+    opportunity cost per room-night of the check-in night, from the stream's demand forecast) is
+    what ``pricer`` (the pooled light pricer: its demand curve is the only one a new hotel has) quotes
+    against; here it only sets a floor, so the rules still decide the price when the rooms are
+    plentiful, and their floor, ceiling and fences hold (the price stays within the rules' ceiling;
+    a price a rule decided outright, a closed night or a degraded decision is left as it is).
+
+    The bid and its forecast are recorded on the decision whenever the pricer gives one
+    (``bid_price``, ``forecast_views``); when the floor binds, :data:`BID_FLOOR_RULE` is added to its
+    ``rule_ids``. ``pricer`` ``None`` (no model loaded, or ``rules_bid_floor`` off): unchanged.
+    """
+    reason = decision.degraded_reason or ""
+    if pricer is None or (decision.degraded and not reason.startswith(dg.NO_LIGHT_MODEL)):
+        return decision
+    outcome = rules.evaluate(request, decision.features)
+    if outcome.decided_price is not None or outcome.closed:
+        return decision
+    try:
+        quote = pricer.quote(request, decision.features, floor=outcome.floor, ceiling=outcome.ceiling,
+                             rule_price=outcome.rule_price)
+    except Exception:  # noqa: BLE001 - the floor is an aid to the rules price, which stands without it
+        return decision
+    bid = quote.bid_price
+    if bid is None or not math.isfinite(bid):
+        return decision
+    update: dict[str, Any] = {"bid_price": max(bid, 0.0),
+                              "forecast_views": None if quote.forecast is None else quote.forecast.views}
+    if bid > decision.price:
+        update["price"] = min(bid, outcome.ceiling)
+        update["rule_ids"] = (*decision.rule_ids, BID_FLOOR_RULE)
+    return decision.model_copy(update=update)
 
 
 def label_row(request: PricingRequest, decision: PricingDecision, booked: bool) -> dict[str, Any]:
@@ -301,6 +354,8 @@ class ColdStartScorer:
         if stage == "own" and scorer is self.transfer and request.hotel_id not in self.mature:
             used = "transfer"
         decision, trail = scorer.price_traced(request)
+        if used == "rules" and self.config.rules_bid_floor and self.pooled is not None:
+            decision = bid_floored(decision, request, pricer=self.pooled.light, rules=self.rules.rules)
         decision = decision.model_copy(update={"rule_ids": (*decision.rule_ids, RULE_PREFIX + used)})
         scorer.record(request, decision, trail)
         return decision
