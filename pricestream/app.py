@@ -10,7 +10,8 @@
 
 A :class:`Follower` thread re-reads, every ``settings.follow_interval_s`` (200 ms), the
 three files that other processes write: the rollout state (``pricestream rollout ...``),
-the registry's generation (``models promote / rollback``, the trainer) and the router
+the registry's generation (``models promote / rollback``, the trainer; and the generation of the
+per-hotel refits the trainer publishes, ``<registry>/hotels/index.json``) and the router
 thresholds (drift recalibration). A change takes effect on the next request, no restart.
 
 :meth:`ServingPath.close` stops the follower, finishes the background (shadow) pricings,
@@ -161,8 +162,12 @@ class Follower:
                     del self.errors[:-20]
 
     def _models(self) -> None:
+        incumbent = self.rollout.arms.incumbent
         if self.control is None:
-            self.rollout.arms.incumbent.reload_from(self.registry, loader=self.load_pricer)
+            incumbent.reload_from(self.registry, loader=self.load_pricer)
+        reload_hotels = getattr(incumbent, "reload_hotels", None)  # a StagedScorer: the per-hotel refits
+        if reload_hotels is not None:
+            reload_hotels()
 
     def _rollout(self) -> None:
         if self.control is None and self._rollout_file.changed():
@@ -249,16 +254,20 @@ def candidate_loader(
 
 
 def staged_scorer(settings: Settings, scorer: Scorer) -> Scorer:
-    """``scorer`` with the cold-start stage rule in front (``pricing.cold_start_serving``), history in Redis."""
+    """``scorer`` with the cold-start stage rule in front (``pricing.cold_start_serving``), history in Redis,
+    and the per-hotel refits the trainer publishes (``<registry>/hotels``, followed by the :class:`Follower`)."""
+    from feedback.registry import HotelModels
     from pricestream.commands.cold_start import cold_start_config, history_store
     from pricing.cold_start_serving import StagedScorer
 
+    hotels = HotelModels(settings.registry()) if settings.cold_start_refit else None
     return StagedScorer(scorer.config, rules=scorer.rules, feature_source=scorer.feature_source, light=scorer.light,
                         heavy=scorer.heavy, router=scorer.router, stats=scorer.stats, audit=scorer.audit,
                         on_decision=scorer.on_decision,
                         history=history_store(settings),
                         cold_start=cold_start_config(settings), partial_windows=settings.cold_start_partial_windows,
-                        counts_ttl_s=settings.cold_start_counts_ttl_s, explore_transfer=transfer_exploration(settings))
+                        counts_ttl_s=settings.cold_start_counts_ttl_s, explore_transfer=transfer_exploration(settings),
+                        hotel_models=hotels, load_pricer=pricer_loader(settings))
 
 
 def transfer_exploration(settings: Settings) -> ExplorationConfig | None:

@@ -199,6 +199,13 @@ class Settings(BaseSettings):
     """Cold start in ``serve``: a new hotel's window counts read at full length while its history is shorter."""
     cold_start_counts_ttl_s: float = Field(default=30.0, ge=0.0)
     """Cold start in ``serve``: seconds a hotel's label counts are cached (they move at the label service's pace)."""
+    cold_start_refit: bool = True
+    """Cold start, stage three: the trainer service refits a new hotel in stage ``own`` on its own training
+    examples and publishes the bundles under it (``<registry>/hotels``, ``feedback.hotel_refit``), and ``serve``
+    prices that hotel's ``own``-stage requests with them. ``false``: the pooled models price every hotel."""
+    cold_start_refit_min_examples: int = Field(default=50, ge=50)
+    """Cold start: training examples of its own a hotel in stage ``own`` needs before its refit (50 at least: the
+    fewest rows a bundle is trained on; the sampler selects a share of its labels)."""
     job_idle_timeout_ms: int | None = Field(default=None, gt=0)
     """The feature job's source idleness timeout (``None``: the job's default)."""
     job_writes_online: bool = True

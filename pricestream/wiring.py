@@ -221,3 +221,26 @@ def build_scorer(
     )
     scorer.reload_from(registry, loader=pricer_loader(settings))
     return scorer
+
+
+def hotel_refitter(settings: Settings, registry: ModelRegistry, *,
+                   pooled_frame: Callable[[], Any] | None = None) -> Any:
+    """The trainer's refitter of new hotels in cold-start stage ``own`` (``None`` when cold start or its refit is off).
+
+    It reads each hotel's stage from the history ``serve`` writes (Redis), continues ``registry``'s live pooled
+    bundles on the hotel's own examples (with a sample of ``pooled_frame()``) and publishes them under the
+    hotel in ``<registry>/hotels`` (:class:`feedback.registry.HotelModels`), where ``serve`` loads them.
+    """
+    if not (settings.cold_start_serve and settings.cold_start_refit):
+        return None
+    from feedback.hotel_refit import HotelRefitter, RefitConfig
+    from feedback.registry import HotelModels
+    from pricestream.commands.cold_start import cold_start_config, history_store
+
+    def pooled() -> dict[str, Entry]:
+        return {tier: e for tier in ("light", "heavy") if (e := registry.current(tier)) is not None}
+
+    config = RefitConfig(cold_start=cold_start_config(settings), min_examples=settings.cold_start_refit_min_examples,
+                         seed=settings.seed)
+    return HotelRefitter(config, history=history_store(settings), hotels=HotelModels(registry.root), pooled=pooled,
+                         pooled_frame=pooled_frame)

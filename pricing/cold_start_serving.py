@@ -51,10 +51,12 @@ Example:
 from __future__ import annotations
 
 import contextvars
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 from events.models import PricingDecision, PricingRequest
@@ -63,8 +65,10 @@ from pricing.cold_start import RULE_PREFIX, ColdStartConfig, HotelHistory, Parti
 from pricing.exploration import ExplorationConfig, exploring
 from pricing.feature_source import FeatureSource
 from pricing.metrics import ScorerMetrics
-from pricing.scorer import Scorer, Trail
+from pricing.scorer import ModelEntry, Scorer, Trail
 from routing.router import TieredRouter
+
+log = logging.getLogger(__name__)
 
 HISTORY_FEATURES = ("views_7d", "bookings_14d", "hotel_views_24h", "hotel_bookings_24h")
 """Behaviour counts that show a hotel traded before its first request: any above 0 makes it mature. Views
@@ -73,6 +77,27 @@ its first price), so they are not among them."""
 COUNTS_TTL_S = 30.0
 """Seconds a hotel's label counts are cached: they move by the label service's pace, not per request."""
 MATURE = "mature"
+NO_REFIT = RULE_PREFIX + "pooled:no_refit"
+"""Rule id of a new hotel in stage ``own`` priced by the pooled models because no refit of it is published yet."""
+BAD_REFIT = RULE_PREFIX + "pooled:bad_refit"
+"""Rule id of a new hotel in stage ``own`` priced by the pooled models because its published refit does not load
+(the reason: :attr:`StagedScorer.own_errors`, ``/healthz``, the log)."""
+
+
+class HotelModelSet(Protocol):
+    """A hotel's live own bundles by tier (:class:`feedback.registry.HotelModelSet`)."""
+
+    @property
+    def live(self) -> Mapping[str, ModelEntry]: ...
+
+
+class HotelModelSource(Protocol):
+    """Where the per-hotel refits are published (:class:`feedback.registry.HotelModels`)."""
+
+    @property
+    def generation(self) -> int: ...
+
+    def live(self) -> Mapping[str, HotelModelSet]: ...
 
 
 class HistoryStore(Protocol):
@@ -92,6 +117,10 @@ class HistoryStore(Protocol):
 
     def set_joined(self, counts: Mapping[str, tuple[int, int]]) -> None:
         """Set the label service's own ``(labels, bookings)`` of each hotel (totals, added to the manual ones)."""
+        ...
+
+    def recorded(self, hotel_id: str) -> str | None:
+        """The recorded first sight as stored (ISO-8601 or ``mature``), ``None`` if never priced."""
         ...
 
 
@@ -123,6 +152,12 @@ class MemoryHistoryStore:
     def set_joined(self, counts: Mapping[str, tuple[int, int]]) -> None:
         with self._lock:
             self._joined.update(counts)
+
+    def recorded(self, hotel_id: str) -> str | None:
+        if hotel_id not in self._seen:
+            return None
+        seen = self._seen[hotel_id]
+        return MATURE if seen is None else seen.isoformat()
 
 
 class RedisHashes(Protocol):
@@ -211,14 +246,22 @@ class StagedScorer(Scorer):
         explore_transfer: how a hotel's prices are explored in stage ``transfer`` (logged propensities,
             :mod:`pricing.exploration`: its own labels then identify its elasticity), on the same loaded
             models; ``None``: as every other hotel (settings ``PRICESTREAM_COLD_START_EXPLORE_*``).
+        hotel_models: the published per-hotel refits (:meth:`reload_hotels` follows them); ``None``: none.
+        load_pricer: bundle dir -> tier pricer for those (``pricing.tiers.load_pricer`` when ``None``).
     """
 
     def __init__(self, *args: Any, history: HistoryStore, cold_start: ColdStartConfig,
                  partial_windows: bool = True, counts_ttl_s: float = COUNTS_TTL_S,
-                 explore_transfer: ExplorationConfig | None = None, **kwargs: Any) -> None:
+                 explore_transfer: ExplorationConfig | None = None, hotel_models: HotelModelSource | None = None,
+                 load_pricer: Callable[[Path], Any] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.history, self.cold_start, self.counts_ttl_s = history, cold_start, counts_ttl_s
         self.explore_transfer = explore_transfer
+        self.hotel_models, self.load_pricer = hotel_models, load_pricer
+        self._own: dict[str, tuple[dict[str, str], Scorer]] = {}
+        self._own_generation: int | None = None
+        self.own_errors: dict[str, str] = {}
+        """Hotels whose published refit does not load, and why (they are priced by the pooled models)."""
         self._first: dict[str, datetime | None] = {}
         self._counts: dict[str, tuple[float, tuple[int, int]]] = {}
         self.raw_source: FeatureSource = self.feature_source
@@ -247,6 +290,69 @@ class StagedScorer(Scorer):
         labels, bookings = self._label_counts(hotel_id)
         return stage_of(HotelHistory(first, labels, bookings), at, self.cold_start)
 
+    def reload_hotels(self) -> bool:
+        """Load the per-hotel refits when their source's ``generation`` moved; True if any hotel changed.
+
+        A hotel whose bundles do not load keeps no own scorer (the pooled models price it, rule id
+        :data:`BAD_REFIT`) and its reason is kept in :attr:`own_errors`; a withdrawn hotel is dropped.
+
+        Raises:
+            whatever reading the source raises (the follower records it and asks again).
+        """
+        if self.hotel_models is None:
+            return False
+        generation = int(self.hotel_models.generation)
+        if generation == self._own_generation:
+            return False
+        live, changed = self.hotel_models.live(), False
+        for hotel in set(self._own) | set(self.own_errors):
+            if hotel not in live:
+                self._own.pop(hotel, None)
+                self.own_errors.pop(hotel, None)
+                changed = True
+        for hotel, models in live.items():
+            versions = {tier: str(e.version) for tier, e in models.live.items()}
+            if hotel in self._own and self._own[hotel][0] == versions:
+                continue
+            changed = True
+            try:
+                self._own[hotel] = (versions, self._own_scorer(models.live))
+                self.own_errors.pop(hotel, None)
+            except Exception as exc:  # noqa: BLE001 - a bad bundle must not stop serving: pooled models price it
+                self._own.pop(hotel, None)
+                self.own_errors[hotel] = f"{versions}: {type(exc).__name__}: {exc}"[:300]
+                log.warning("own models of hotel %r not loaded, pooled models price it: %s", hotel,
+                            self.own_errors[hotel])
+        self._own_generation = generation
+        return changed
+
+    def own_versions(self) -> dict[str, dict[str, str]]:
+        """The per-hotel refits in force: hotel -> tier -> version."""
+        return {hotel: dict(versions) for hotel, (versions, _) in self._own.items()}
+
+    def health(self) -> dict[str, Any]:
+        return {**super().health(), "hotel_models": {"generation": self._own_generation,
+                                                     "hotels": self.own_versions(), "errors": dict(self.own_errors)}}
+
+    def _own_scorer(self, live: Mapping[str, ModelEntry]) -> Scorer:
+        if self.load_pricer is None:
+            from pricing.tiers import load_pricer  # deferred: onnxruntime loads only when a model does
+
+            self.load_pricer = load_pricer
+        pricers = {tier: self.load_pricer(Path(entry.path)) for tier, entry in live.items()}
+        return Scorer(self.config, rules=self.rules, feature_source=self.feature_source,
+                      light=pricers.get("light", self.light), heavy=pricers.get("heavy", self.heavy),
+                      router=self.router, stats=self.stats)
+
+    def _own_of(self, hotel_id: str, stage: Stage) -> Scorer | str | None:
+        """A new hotel's own scorer in stage ``own``, or the rule id of why the pooled one prices it (else None)."""
+        if stage != "own" or self._first.get(hotel_id) is None:
+            return None
+        own = self._own.get(hotel_id)
+        if own is not None:
+            return own[1]
+        return BAD_REFIT if hotel_id in self.own_errors else NO_REFIT
+
     def price_traced(self, request: PricingRequest, *,
                      deadline_ms: float | None = None) -> tuple[PricingDecision, Trail]:
         token = _PRICING_AT.set(request.event_time)
@@ -254,9 +360,13 @@ class StagedScorer(Scorer):
             stage, _ = self.stage(request.hotel_id, request.event_time, request=request)
             if stage == "rules":
                 return self._rules_stage(request, deadline_ms)
+            own = self._own_of(request.hotel_id, stage)
+            if isinstance(own, Scorer):
+                decision, trail = own.price_traced(request, deadline_ms=deadline_ms)
+                return _stamped(decision, stage), trail
             with exploring(self.explore_transfer if stage == "transfer" else None):
                 decision, trail = super().price_traced(request, deadline_ms=deadline_ms)
-            return _stamped(decision, stage), trail
+            return _stamped(decision, stage, own), trail
         finally:
             _PRICING_AT.reset(token)
 
@@ -267,7 +377,10 @@ class StagedScorer(Scorer):
         stages = [self.stage(r.hotel_id, r.event_time, request=r)[0] for r in requests]
         token = _PRICING_AT.set(max(r.event_time for r in requests))
         try:
-            # one model batch per exploration setting: stage two explored, the others as configured
+            # one model batch per exploration setting: stage two explored, the others as configured; a new
+            # hotel's own models price its requests one by one (as stage one's rules)
+            owns = [self._own_of(r.hotel_id, st) for r, st in zip(requests, stages, strict=True)]
+            stages = ["rules" if isinstance(o, Scorer) else st for o, st in zip(owns, stages, strict=True)]
             plain = [r for r, st in zip(requests, stages, strict=True) if st == "own"]
             explored = [r for r, st in zip(requests, stages, strict=True) if st == "transfer"]
             own = iter(super().price_batch_traced(plain, deadline_ms=deadline_ms) if plain else [])
@@ -281,7 +394,8 @@ class StagedScorer(Scorer):
                 out.append(self.price_traced(request, deadline_ms=deadline_ms))
             else:
                 decision, trail = next(own if stage == "own" else transfer)
-                out.append((_stamped(decision, stage), trail))
+                why = owns[len(out)]
+                out.append((_stamped(decision, stage, why if isinstance(why, str) else None), trail))
         return out
 
     def _rules_stage(self, request: PricingRequest, deadline_ms: float | None) -> tuple[PricingDecision, Trail]:
@@ -319,5 +433,7 @@ def traded(values: Mapping[str, float | None]) -> bool:
     return any((values.get(name) or 0.0) > 0.0 for name in HISTORY_FEATURES)
 
 
-def _stamped(decision: PricingDecision, stage: Stage) -> PricingDecision:
-    return decision.model_copy(update={"rule_ids": (*decision.rule_ids, RULE_PREFIX + stage)})
+def _stamped(decision: PricingDecision, stage: Stage, why: str | Scorer | None = None) -> PricingDecision:
+    """``decision`` with its stage as its last rule id, after the reason the pooled models price it (if one)."""
+    reason = (why,) if isinstance(why, str) else ()
+    return decision.model_copy(update={"rule_ids": (*decision.rule_ids, *reason, RULE_PREFIX + stage)})

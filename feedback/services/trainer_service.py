@@ -16,6 +16,11 @@ the buffer (one row per decision, its latest revision) goes through:
    snapshot id, data range and metrics, and ``promote`` if ``auto_promote`` (else the
    ``on_registered`` hook decides: promote, or start a rollout).
 
+With a :class:`~feedback.hotel_refit.HotelRefitter` (``refitter``; the composition root passes one when
+cold start is on), every example also goes to it, and after each batch it refits and publishes the
+models of each new hotel that reached cold-start stage ``own``, continued from the live pooled bundles
+on that hotel's own examples (:mod:`feedback.hotel_refit`); ``serve`` loads them per hotel.
+
 A rejection (stage ``poison`` or ``guard``) is returned and appended to
 ``<registry root>/rejections.jsonl``. The trainer produces nothing to Kafka, so
 its state (online model, guard history, buffer) and its input offsets are one
@@ -54,6 +59,7 @@ from events.models import TrainingExample
 from events.runtime import BatchContext, Offsets, Output, Record, Runtime, RuntimeConfig, Step
 from feedback.continued import GuardConfig, guarded_update, predict
 from feedback.errors import FeedbackError
+from feedback.hotel_refit import HotelRefitter
 from feedback.online import OnlineDemandModel, OnlineModelConfig
 from feedback.poisoning import PoisonConfig, PoisonGuard
 from feedback.registry import Entry, ModelRegistry
@@ -168,13 +174,16 @@ class TrainerService(Step[TrainingExample]):
         models: the model registry at ``config.registry_root`` to register into (``None``: a plain one).
             The composition root passes one whose ``on_change`` publishes every registration and
             ``auto_promote`` promotion on the control topic (``pricestream.control.open_registry``).
+        refitter: refits new hotels in stage ``own`` on their own examples (``None``: none is).
     """
 
     def __init__(self, config: TrainerServiceConfig, *, snapshot: SnapshotSource,
                  runtime: RuntimeConfig | None = None, registry: CollectorRegistry | None = None,
                  stop_event: threading.Event | None = None,
-                 on_registered: Callable[[str], str] | None = None, models: ModelRegistry | None = None) -> None:
+                 on_registered: Callable[[str], str] | None = None, models: ModelRegistry | None = None,
+                 refitter: HotelRefitter | None = None) -> None:
         self.config = config
+        self.refitter = refitter
         self.on_registered = on_registered
         if models is not None and models.root.resolve() != config.registry_root.resolve():
             msg = (f"models: got the registry at {str(models.root)!r}, expected the one at "
@@ -216,12 +225,16 @@ class TrainerService(Step[TrainingExample]):
             example = record.value
             self.online.learn_one({**example.features, "price": example.price}, example.label, weight=example.weight)
             self.buffer.append(example_row(example))
+            if self.refitter is not None:
+                self.refitter.learn(self.buffer[-1])
         self._batch.learned += len(batch)
         self.totals.learned += len(batch)
         del self.buffer[: max(0, len(self.buffer) - self.config.max_buffer)]
         if len(self.buffer) >= self.config.train_every:
             self._batch.update = self.train_now()
             self.totals.updates.append(self._batch.update)
+        if self.refitter is not None:
+            self.refitter.step()
         return []
 
     def train_now(self) -> UpdateOutcome:
@@ -312,7 +325,8 @@ class TrainerService(Step[TrainingExample]):
         The group's committed offsets follow (for lag monitoring); this file is the source of truth.
         """
         offsets = dict(offsets)
-        state = {"offsets": offsets, "online": self.online, "guard": self.guard, "buffer": self.buffer}
+        state = {"offsets": offsets, "online": self.online, "guard": self.guard, "buffer": self.buffer,
+                 "hotels": None if self.refitter is None else self.refitter.state_dict()}
         fd, tmp = tempfile.mkstemp(dir=self.config.state_dir, prefix=".ckpt-")
         with os.fdopen(fd, "wb") as fh:
             pickle.dump(state, fh, protocol=pickle.HIGHEST_PROTOCOL)
@@ -332,6 +346,8 @@ class TrainerService(Step[TrainingExample]):
             msg = f"file {str(path)!r}: not a trainer checkpoint"
             raise FeedbackError(msg)
         self.online, self.guard, self.buffer = state["online"], state["guard"], state["buffer"]
+        if self.refitter is not None and state.get("hotels") is not None:
+            self.refitter.load_state(state["hotels"])
         return dict(state["offsets"])
 
 
@@ -354,15 +370,17 @@ def run(
     registry: CollectorRegistry | None = None,
     on_registered: Callable[[str], str] | None = None,
     models: ModelRegistry | None = None,
+    refitter: HotelRefitter | None = None,
 ) -> TrainerRunStats:
     """Run the trainer until ``stop_event`` is set or ``training.examples`` was idle for ``max_idle_s``.
 
     ``on_registered`` (when ``auto_promote`` is off) gets each version that passed the gate and says
-    what it did with it (``"promoted"``, or e.g. ``"rollout"``). ``models``: see :class:`TrainerService`.
+    what it did with it (``"promoted"``, or e.g. ``"rollout"``). ``models``, ``refitter``: see
+    :class:`TrainerService`.
     """
     rc = runtime or runtime_config(config, max_idle_s=max_idle_s)
     service = TrainerService(config, snapshot=snapshot, runtime=rc, registry=registry, stop_event=stop_event,
-                             on_registered=on_registered, models=models)
+                             on_registered=on_registered, models=models, refitter=refitter)
     totals = service.runtime.run()
     out = service.totals
     out.batches, out.consumed, out.elapsed_s = totals.batches, totals.consumed, totals.busy_s

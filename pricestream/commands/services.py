@@ -159,10 +159,13 @@ def _trainer(o: Options, stop: threading.Event) -> Any:
     )
     from pricestream.app import promote_trained  # swap or rollout, per settings.trainer_promotion
     from pricestream.control import open_registry  # registrations published on control.v1 (Kafka control plane)
+    from pricestream.wiring import hotel_refitter  # cold start: new hotels' own models (feedback.hotel_refit)
 
+    models = open_registry(s)
+    refitter = hotel_refitter(s, models, pooled_frame=lambda: newest_training_snapshot(s).frame)
     return svc.run(config, snapshot=lambda: newest_training_snapshot(s), stop_event=stop,
                    runtime=svc.runtime_config(config, **o.runtime), on_registered=lambda v: promote_trained(s, v),
-                   models=open_registry(s))
+                   models=models, refitter=refitter)
 
 
 def _monitor(o: Options, stop: threading.Event) -> Any:
