@@ -53,18 +53,28 @@ def refit(
     hotel: Annotated[str, typer.Option(help="the new hotel's id (rows of other hotels in --labels are ignored)")],
     labels: Annotated[Path, typer.Option(help="its label rows: parquet or CSV with features, price, base_rate, "
                                                "booked, hotel_id")],
-    pooled: Annotated[list[Path], typer.Option(help="a pooled bundle directory (repeat for light and heavy)")],
-    out_dir: Annotated[Path, typer.Option("--out", help="writes <out>/<tier> per bundle")],
+    pooled: Annotated[list[Path] | None, typer.Option(
+        help="a pooled bundle directory (repeat for light and heavy); default: the registry's live ones")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="writes <out>/<tier> per bundle (default: a "
+                                                              "temporary directory, with --publish)")] = None,
     pooled_frame: Annotated[Path | None, typer.Option(help="the pooled training rows (parquet or CSV), sampled "
                                                            "into the refit")] = None,
+    publish: Annotated[bool, typer.Option(help="publish the bundles as the hotel's own models (<registry>/hotels): "
+                                               "serve prices its own-stage requests with them")] = False,
     seed: Annotated[int, typer.Option(envvar="PRICESTREAM_SEED")] = 0,
 ) -> None:
-    """Stage three: continue each pooled bundle on the hotel's own labels (weighted), one new bundle per tier."""
+    """Stage three: continue each pooled bundle on the hotel's own labels (weighted), one new bundle per tier.
+
+    The trainer service does this by itself for a hotel that reaches stage ``own`` (PRICESTREAM_COLD_START_REFIT);
+    this command refits from a file of labels, and ``--publish`` serves the result.
+    """
+    import tempfile
+
     from pricing.cold_start import refit_bundles
     from pricing.errors import PricingError
-    from pricing.training import read_meta
 
-    config = cold_start_config(settings())
+    s = settings()
+    config = cold_start_config(s)
     own = _read(labels, option="--labels")
     if "hotel_id" not in own.columns:
         fail(f"--labels {labels}: no hotel_id column, expected label rows with hotel_id")
@@ -74,14 +84,83 @@ def refit(
         fail(f"--hotel {hotel}: {len(own)} labels in {labels}, expected at least {config.own_after_labels} "
              "(PRICESTREAM_COLD_START_OWN_AFTER_LABELS)")
         return
-    rows = None if pooled_frame is None else _read(pooled_frame, option="--pooled-frame")
-    try:
-        paths = refit_bundles(pooled, own, out_dir, config=config, pooled_frame=rows, seed=seed)
-    except PricingError as exc:
-        fail(str(exc))
+    if out_dir is None and not publish:
+        fail("--out: missing, expected a directory for the bundles (or --publish)")
         return
-    shown = [(str(p), read_meta(p)["version"], read_meta(p)["parent"]) for p in paths]
-    out.print(table(("bundle", "version", "continued from"), shown, title=f"cold start refit of {hotel}"))
+    bundles = _pooled_bundles(s, pooled)
+    rows = None if pooled_frame is None else _read(pooled_frame, option="--pooled-frame")
+    with tempfile.TemporaryDirectory(prefix="pricestream-refit-") as tmp:
+        try:
+            paths = refit_bundles(list(bundles.values()), own, out_dir or Path(tmp), config=config,
+                                  pooled_frame=rows, seed=seed)
+        except PricingError as exc:
+            fail(str(exc))
+            return
+        _show_refit(s, hotel, paths, publish=publish, examples=len(own))
+
+
+def _pooled_bundles(s: Settings, pooled: list[Path] | None) -> dict[str, Path]:
+    """Version -> bundle dir of the bundles to continue: ``--pooled``, or the registry's live ones."""
+    from feedback.registry import ModelRegistry
+    from pricing.errors import PricingError
+    from pricing.training import read_meta
+
+    if pooled:
+        try:
+            return {str(read_meta(p)["version"]): p for p in pooled}
+        except PricingError as exc:
+            fail(f"--pooled: {exc}")
+    registry = ModelRegistry(s.registry())
+    live = [e for tier in ("light", "heavy") if (e := registry.current(tier)) is not None]
+    if not live:
+        fail(f"--pooled: none given and the registry {s.registry()} has no promoted model, expected one of them")
+    return {e.version: e.path for e in live}
+
+
+def _show_refit(s: Settings, hotel: str, paths: list[Path], *, publish: bool, examples: int) -> None:
+    from feedback.errors import RegistryError
+    from feedback.hotel_refit import tag_version
+    from feedback.registry import HotelModels
+    from pricing.training import read_meta
+
+    by_tier = {str(read_meta(p)["tier"]): p for p in paths}
+    shown = []
+    if publish:
+        for path in paths:
+            tag_version(path, hotel)
+        parent = {str(read_meta(p)["tier"]): str(read_meta(p)["parent"]) for p in paths}
+        try:
+            published = HotelModels(s.registry()).publish(hotel, by_tier, parents=parent, examples=examples)
+        except RegistryError as exc:
+            fail(str(exc))
+            return
+        shown = [(str(e.path), e.version, parent[tier]) for tier, e in published.live.items()]
+    else:
+        shown = [(str(p), read_meta(p)["version"], read_meta(p)["parent"]) for p in paths]
+    title = f"cold start refit of {hotel}" + (" (published: serve prices it with these)" if publish else "")
+    out.print(table(("bundle", "version", "continued from"), shown, title=title))
+
+
+@app.command("refits")
+def refits(
+    withdraw: Annotated[str | None, typer.Option(help="stop serving this hotel's own models (back to the pooled)")]
+    = None,
+) -> None:
+    """The hotels with published own models (the trainer's refits, ``refit --publish``), or withdraw one."""
+    from feedback.registry import HotelModels
+
+    hotels = HotelModels(settings().registry())
+    if withdraw is not None:
+        if not hotels.withdraw(withdraw):
+            fail(f"--withdraw {withdraw}: no own models published for that hotel, expected one of "
+                 f"{sorted(hotels.live())}")
+            return
+        out.print(f"withdrawn: {withdraw} is priced by the pooled models again")
+        return
+    rows = [(hotel, tier, e.version, m.parents.get(tier, "-"), m.examples, m.published_at)
+            for hotel, m in sorted(hotels.live().items()) for tier, e in sorted(m.live.items())]
+    out.print(table(("hotel", "tier", "version", "continued from", "examples", "published"), rows,
+                    title=f"per-hotel models (generation {hotels.generation})"))
 
 
 def history_store(s: Settings) -> RedisHistoryStore:

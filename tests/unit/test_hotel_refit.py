@@ -203,3 +203,33 @@ def test_a_bad_published_refit_falls_back_to_the_pooled_model_with_the_reason(
     assert decision.rule_ids[-2:] == (BAD_REFIT, "cold_start:own") and 60.0 <= decision.price <= 500.0
     assert published.live["light"].version in staged.own_errors[hotel]
     assert "BundleError" in staged.health()["hotel_models"]["errors"][hotel]
+
+
+def test_the_cli_publishes_a_refit_from_a_labels_file_lists_it_and_withdraws_it(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from pricestream.cli import app
+    from pricestream.settings import Settings
+
+    env = {"PRICESTREAM_STATE_DIR": str(tmp_path / "state"), "PRICESTREAM_COLD_START_OWN_AFTER_LABELS": "100",
+           "COLUMNS": "250"}
+    registry = ModelRegistry(Settings(state_dir=tmp_path / "state").registry())
+    info = train_bundle(_frame(1, 800, wtp=220.0), tmp_path / "pooled", tier="light",
+                        config=DemandModelConfig(num_trees=10))
+    registry.promote(registry.register(info.path, tier="light"))
+    pd.DataFrame(_examples("h-cli", 120)).drop(columns=["event_time"]).to_csv(tmp_path / "labels.csv", index=False)
+    runner = CliRunner()
+    done = runner.invoke(app, ["cold-start", "refit", "--hotel", "h-cli", "--labels", str(tmp_path / "labels.csv"),
+                               "--publish"], env=env)
+    assert done.exit_code == 0, done.output
+    published = HotelModels(registry.root).get("h-cli")
+    assert published is not None and published.parents == {"light": info.version} and published.examples == 120
+    assert published.live["light"].version in done.stdout and published.live["light"].version.endswith("@h-cli")
+    listed = runner.invoke(app, ["cold-start", "refits"], env=env)
+    assert listed.exit_code == 0 and published.live["light"].version in listed.stdout and "h-cli" in listed.stdout
+    assert runner.invoke(app, ["cold-start", "refits", "--withdraw", "h-cli"], env=env).exit_code == 0
+    again = runner.invoke(app, ["cold-start", "refits", "--withdraw", "h-cli"], env=env)
+    assert again.exit_code == 1 and "--withdraw h-cli: no own models published" in again.output
+    bare = runner.invoke(app, ["cold-start", "refit", "--hotel", "h-cli", "--labels", str(tmp_path / "labels.csv")],
+                         env=env)
+    assert bare.exit_code == 1 and "--out: missing" in bare.output
