@@ -21,7 +21,10 @@ shoppers (common random numbers), both as booked and as the truth's expected rev
 offers shown: at a few thousand offers a day the booking draw (group bookings of up to 5
 rooms) moves booked revenue by several percent, so the expectation is the figure that ranks
 policies. A warm-up day of history at the static price comes first, so the first priced day
-already has features.
+already has features. The bid price's forecast ``serve`` prices with (booking curve, room
+shares, rooms and nights per booking, cancellations) is measured from that day's events, as
+``pricestream bid-price measure`` measures a hotel's history (:func:`pricing.bid_history.measure`),
+and given to ``serve`` as ``PRICESTREAM_BID_CONFIG``.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from pricestream.deployment import Deployment, DeploymentError, record_deploymen
 from pricestream.settings import Settings
 from pricing.training import train_bundle
 
+_BID_FILE = "bid.json"  # the run's measured bid forecast, serve's PRICESTREAM_BID_CONFIG
 _BOOTSTRAP_ROWS = 20_000  # enough for a stable first model, trained in seconds
 _LABEL_HORIZON_HOURS = 6.0  # short, so a simulated day yields labels the same day
 # The Fisher sampler (outcome variance x leverage, the variance-optimal rule for a weighted fit;
@@ -144,6 +148,8 @@ class DemoReport:
     dashboard_path: Path | None = None
     plot_path: Path | None = None
     csv_path: Path | None = None
+    bid_forecast: str | None = None
+    """What the bid price's forecast was measured from (the warm-up day) and what it found."""
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame(self.days)
@@ -162,6 +168,8 @@ class DemoReport:
         ]
         lines += [f"  rejected update: {reason[:160]}" for reason in self.rejections]
         lines += [f"  rollout {step}" for step in self.rollouts]
+        if self.bid_forecast is not None:
+            lines.append(f"bid price forecast: {self.bid_forecast}")
         stopped = "every process stopped cleanly" if not self.unclean else f"unclean stops: {self.unclean}"
         lines.append(f"deployment: {self.state_dir} ({stopped})")
         if self.plot_path is not None:
@@ -181,6 +189,8 @@ class _Run:
     http: httpx.Client
     reference: str
     """Snapshot the bootstrap models trained on: the drift reference of the run's dashboard."""
+    bid_forecast: str = ""
+    """What ``serve``'s bid forecast was measured from (:attr:`DemoReport.bid_forecast`)."""
 
     @property
     def settings(self) -> Settings:
@@ -202,7 +212,7 @@ def run_demo(
     say = on_progress or (lambda _msg: None)
     first = datetime.now(tz=UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     run = _start(settings, hotels=hotels, seed=seed, history=first - timedelta(days=1), say=say)
-    report = DemoReport(state_dir=run.settings.state_dir)
+    report = DemoReport(state_dir=run.settings.state_dir, bid_forecast=run.bid_forecast)
     try:
         _await_features(run, 0, say)  # the warm-up day's, published while the processes started
         for d in range(days):
@@ -221,7 +231,7 @@ def _run_settings(settings: Settings, work: Path, run_id: str) -> Settings:
     """``settings`` for this run's deployment: its own state dir, topics, Feast project and rules."""
     return settings.model_copy(update={
         "state_dir": work, "topic_prefix": f"demo{run_id}-", "feast_project": f"demo{run_id}",
-        "rules_file": work / "rules.yaml", "reports_dir": work / "report",
+        "rules_file": work / "rules.yaml", "reports_dir": work / "report", "bid_config": work / _BID_FILE,
         "offline_root": None, "snapshot_root": None, "registry_root": None, "audit_log": None,
         "rollout_state": None, "router_state": None,
         "trainer_promotion": "rollout", "decision_time": "request", "explore_band": _EXPLORE_BAND,
@@ -243,7 +253,7 @@ def _service_env(reference: str) -> dict[str, str]:
 
 
 def _start(settings: Settings, *, hotels: int, seed: int, history: datetime, say: Progress) -> _Run:
-    """Bootstrap models and rules, start the deployment, publish the warm-up day while it starts; wait ready."""
+    """Bootstrap models, rules and the bid forecast, start the deployment, publish the warm-up day; wait ready."""
     run_id = datetime.now(tz=UTC).strftime("%Y%m%d%H%M%S")
     work = settings.data_dir / "demo" / run_id
     run = _run_settings(settings, work, run_id)
@@ -252,18 +262,41 @@ def _start(settings: Settings, *, hotels: int, seed: int, history: datetime, say
     say("training the bootstrap light and heavy models on simulated offers")
     reference = _bootstrap(market, ModelRegistry(run.registry()), run.snapshots(), seed=seed)
     market_rules(market, run.rules_file)
+    warm = _warm_up(market, history, seed=seed - 1)
+    forecast = measure_bid_forecast(warm, work / _BID_FILE)
+    say(f"bid price forecast measured from the warm-up day: {forecast}")
     deployment = Deployment(run, extra_env=_service_env(reference))
     say(f"starting the pipeline's processes under supervisord ({run.state_dir / 'run' / 'logs'})")
     deployment.start()
     record_deployment(settings, run, reference=reference)  # `pricestream monitor report` finds this run
     try:
-        _warm_up(run, market, history, seed=seed - 1, say=say)  # Kafka keeps it until the feature job is up
+        say(f"warm-up {history.date()}: a day of history at the static price, {len(warm)} events to Kafka")
+        with Producer(run.acting_as("producer").kafka(), topic="behaviour.events") as events:  # as a booking engine
+            for event in warm:  # Kafka keeps them until the feature job is up
+                events.send(event)
         deployment.wait_ready(timeout_s=_READY_S, on_wait=lambda waiting: say(f"waiting for {waiting}"))
     except BaseException:  # a refused start, a probe's surprise or Ctrl-C: never leave the processes running
         deployment.stop()
         raise
     http = httpx.Client(base_url=deployment.base_url, timeout=30.0)
-    return _Run(settings, deployment, market, http, reference)
+    return _Run(settings, deployment, market, http, reference, forecast)
+
+
+def measure_bid_forecast(events: list[Record], path: Path) -> str:
+    """Measure the bid price's forecast from ``events`` (:func:`pricing.bid_history.measure`), write it to ``path``.
+
+    Returns a line saying what it was measured from and what it found (``serve`` loads ``path``).
+    """
+    from pricing.bid_history import measure
+
+    history = measure(events)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(history.config.model_dump_json(indent=2) + "\n")
+    cfg = history.config
+    shares = ", ".join(f"{name} {share:.2f}" for name, share in cfg.room_shares or ())
+    return (f"{history.searches} searches, {history.bookings} bookings, {history.cancellations} cancellations; "
+            f"horizon {cfg.horizon_days} days, room shares {shares}, {cfg.rooms_per_booking:.2f} rooms and "
+            f"{cfg.nights_per_booking:.2f} nights per booking, {cfg.cancel_share:.3f} of rooms cancelled -> {path}")
 
 
 def _bootstrap(market: Market, registry: ModelRegistry, snapshots: Path, *, seed: int) -> str:
@@ -319,17 +352,14 @@ def market_rules(market: Market, path: Path) -> Path:
     return path
 
 
-def _warm_up(run: Settings, market: Market, start: datetime, *, seed: int, say: Progress) -> None:
-    """One day of history at the static price (events only), so that the first priced day has features.
+def _warm_up(market: Market, start: datetime, *, seed: int) -> list[Record]:
+    """One day of history at the static price (its events), so that the first priced day has features.
 
     A hotel that switches pricestream on has a booking history; without it the first
     day would be priced on an empty online store, unlike anything the models trained on.
     """
-    say(f"warm-up {start.date()}: a day of history at the static price, events to Kafka")
     sim = Simulation(market, start=start, duration=timedelta(days=1), policy=static_policy(market), rng_seed=seed)
-    with Producer(run.acting_as("producer").kafka(), topic="behaviour.events") as events:  # as a booking engine
-        for event in sim:
-            events.send(event)
+    return list(sim)
 
 
 def _one_day(run: _Run, start: datetime, *, seed: int, report: DemoReport, say: Progress) -> dict[str, Any]:

@@ -46,8 +46,24 @@ def test_two_day_closed_loop_reports_revenue_labels_and_examples(stack: StackCon
     assert all(reason for reason in report.rejections)
     assert sum("guarded training" in step for step in steps) == 2
     _dashboard_has_every_panel(report.dashboard_path)
+    _bid_forecast_measured_from_the_warm_up(report, steps)
     _monitor_report_finds_the_run(settings, report.decisions, tmp_path)
     _comparison_replays_the_runs_shoppers(report, hotels=3, seed=11)
+
+
+def _bid_forecast_measured_from_the_warm_up(report: DemoReport, steps: list[str]) -> None:
+    """serve priced with the bid forecast measured from the warm-up day's events (its PRICESTREAM_BID_CONFIG)."""
+    from pricing.bid_price import BidPriceConfig
+
+    assert report.state_dir is not None and report.bid_forecast is not None
+    path = report.state_dir / "bid.json"
+    config = BidPriceConfig.model_validate_json(path.read_bytes())
+    shares = dict(config.room_shares or ())
+    assert set(shares) == {"standard", "deluxe", "suite"} and abs(sum(shares.values()) - 1.0) < 1e-9
+    assert shares["standard"] > shares["suite"] > 0.0  # the simulator's shoppers favour the cheapest room
+    assert config.rooms_per_booking >= 1.0 and config.horizon_days > 7
+    assert f"-> {path}" in report.bid_forecast and any(report.bid_forecast in step for step in steps)
+    assert f"bid price forecast: {report.bid_forecast}" in report.summary_lines(revenue=lambda _f: [])
 
 
 def _comparison_replays_the_runs_shoppers(report: DemoReport, *, hotels: int, seed: int) -> None:
