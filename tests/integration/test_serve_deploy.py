@@ -229,3 +229,107 @@ def test_cold_start_in_serve_a_new_hotel_is_priced_by_rules_then_transferred_a_t
         assert "mature" in run_cli(wide, "cold-start", "history", "--hotel", old).stdout
     finally:
         server.terminate()
+
+
+def _own_examples(hotel: str, decision: dict, n: int) -> list:
+    """``n`` training examples of ``hotel`` as the sampler writes them: the features its decision saw, prices spread
+    over 60-400, booked more often at lower prices (both outcomes present)."""
+    import random
+    import time
+    import uuid
+    from datetime import UTC, date, datetime
+
+    from events.models import TrainingExample
+
+    rng = random.Random(11)
+    features = {k: v for k, v in decision["features"].items() if v is None or isinstance(v, float | int)}
+    stay = date.fromisoformat(STAY_DATE)
+    at = datetime.fromtimestamp(time.time() - 3600, tz=UTC)
+    features |= {"lead_time_days": float((stay - at.date()).days), "nights": 1.0, "stay_dow": float(stay.weekday()),
+                 "channel_code": 0.0}
+    out = []
+    for _ in range(n):
+        price = rng.uniform(60.0, 400.0)
+        out.append(TrainingExample(hotel_id=hotel, room_type="std", stay_date=stay, event_time=at,
+                                   decision_id=uuid.uuid4(), label=int(rng.random() < 1.0 / (1.0 + price / 150.0)),
+                                   price=price, features=features, weight=1.0, strategy="random",
+                                   selection_prob=1.0))
+    return out
+
+
+def test_a_new_hotel_in_stage_own_is_priced_by_the_trainers_refit_of_it_and_keeps_it_after_a_restart(
+    stack: StackConfig, tmp_path: Path
+) -> None:
+    """Stage three deployed: the trainer refits a new hotel in stage own on its training.examples and publishes it;
+    the running serve prices that hotel with it (no restart), the other hotels with the pooled models; and a
+    killed and restarted serve still does."""
+    import time
+    import uuid
+    from datetime import UTC, datetime
+
+    from events.admin import create_topics
+    from events.producer import Producer
+    from events.topics import TOPICS
+    from feedback.registry import HotelModels, ModelRegistry
+    from pricestream.commands.cold_start import history_store
+    from pricestream.settings import Settings
+    from pricing.cold_start_serving import NO_REFIT
+    from routing.calibration import Thresholds
+    from routing.threshold_state import ThresholdStore
+
+    env = stack_env(stack, tmp_path / "state", PRICESTREAM_COLD_START_OWN_AFTER_LABELS="60",
+                    PRICESTREAM_COLD_START_OWN_AFTER_BOOKINGS="5", PRICESTREAM_COLD_START_COUNTS_TTL_S="0",
+                    PRICESTREAM_OPS_PORT="0")
+    seed_models(env)
+    s = Settings(state_dir=Path(env["PRICESTREAM_STATE_DIR"]), kafka_bootstrap=env["PRICESTREAM_KAFKA_BOOTSTRAP"],
+                 topic_prefix=env["PRICESTREAM_TOPIC_PREFIX"], redis_url=env["PRICESTREAM_REDIS_URL"],
+                 feast_project=env["PRICESTREAM_FEAST_PROJECT"])
+    ThresholdStore(s.router_thresholds()).publish(Thresholds(rules_below=0.0, heavy_above=0.99),
+                                                  at=datetime.now(tz=UTC), reason="test: the light model prices all")
+    pooled = ModelRegistry(s.registry()).current("light")
+    assert pooled is not None
+    new, other = f"new-{uuid.uuid4().hex[:8]}", f"other-{uuid.uuid4().hex[:8]}"
+    day_ms = 86_400_000
+    server = start_serve(env, tmp_path / "serve.log")
+    try:
+        with httpx.Client(base_url=server.url, timeout=30.0) as client:
+            for hotel in (new, other):  # first requests two days ago: new hotels, in stage transfer now
+                assert client.post("/v1/price", json={**request_body(0, hotel=hotel),
+                                                      "event_time": int(time.time() * 1000) - 2 * day_ms}).is_success
+            transfer = client.post("/v1/price", json=request_body(1, hotel=new)).json()
+        assert transfer["rule_ids"][-1] == "cold_start:transfer"
+        history = history_store(s)  # their labels, as the label service sets its totals: both reach stage own
+        history.set_joined({new: (80, 20), other: (80, 20)})
+        create_topics(s.kafka(), [TOPICS["training.examples"], TOPICS["training.examples.dlq"]])
+        producer = Producer(s.kafka(), topic="training.examples")
+        producer.send_many(_own_examples(new, transfer, 80))
+        producer.flush()
+        trained = run_cli(env, "services", "run", "trainer", "--max-idle", "5")
+        assert trained.returncode == 0, trained.stdout + trained.stderr
+        published = HotelModels(s.registry()).get(new)
+        assert published is not None, trained.stdout + trained.stderr
+        own = published.live["light"].version
+        assert own.endswith(f"@{new}") and published.parents["light"] == pooled.version
+        assert HotelModels(s.registry()).get(other) is None  # no examples of its own: nothing to refit on
+
+        def priced(hotels: tuple[str, ...]) -> list[dict]:
+            with httpx.Client(base_url=server.url, timeout=30.0) as client:
+                return [client.post("/v1/price", json=request_body(2, hotel=h)).json() for h in hotels]
+
+        deadline = time.monotonic() + 30.0  # the follower polls the generation every 200 ms; a bound, not a test
+        mine, theirs, fleet = priced((new, other, "h0"))
+        while mine["model_version"] != own and time.monotonic() < deadline:
+            time.sleep(0.3)
+            mine, theirs, fleet = priced((new, other, "h0"))
+        assert (mine["model_version"], mine["tier"], mine["rule_ids"][-1]) == (own, "light", "cold_start:own")
+        assert (theirs["model_version"], theirs["rule_ids"][-2:]) == (pooled.version, [NO_REFIT, "cold_start:own"])
+        assert (fleet["model_version"], fleet["rule_ids"][-1]) == (pooled.version, "cold_start:own")
+        assert NO_REFIT not in fleet["rule_ids"]  # a mature hotel: the pooled models are its own
+        server.proc.kill()  # SIGKILL: the published refit is on disk, not in the process
+        server.proc.wait(30)
+        server = start_serve(env, tmp_path / "serve.log")
+        mine, theirs = priced((new, other))
+        assert (mine["model_version"], theirs["model_version"]) == (own, pooled.version)
+    finally:
+        if server.proc.poll() is None:
+            server.terminate()
