@@ -6,6 +6,7 @@ Layout::
       manifest.json            versions, promotion history per tier, generation
       light/<version>/         a copy of the registered bundle dir (model.onnx, booster_*.txt, meta.json)
       heavy/<version>/
+      hotels/                  per-hotel bundles (a new hotel's refit, :class:`HotelModels`)
 
 Every manifest write goes to a temporary file that replaces ``manifest.json``
 atomically, under an exclusive lock on ``root/.lock``; readers never see a half

@@ -261,13 +261,15 @@ def staged_scorer(settings: Settings, scorer: Scorer) -> Scorer:
     from pricing.cold_start_serving import StagedScorer
 
     hotels = HotelModels(settings.registry()) if settings.cold_start_refit else None
+    # a hotel's own heavy refit is not on the remote heavy service (it holds the pooled one): loaded here
+    own_models = settings.model_copy(update={"heavy_tier": "local"})
     return StagedScorer(scorer.config, rules=scorer.rules, feature_source=scorer.feature_source, light=scorer.light,
                         heavy=scorer.heavy, router=scorer.router, stats=scorer.stats, audit=scorer.audit,
                         on_decision=scorer.on_decision,
                         history=history_store(settings),
                         cold_start=cold_start_config(settings), partial_windows=settings.cold_start_partial_windows,
                         counts_ttl_s=settings.cold_start_counts_ttl_s, explore_transfer=transfer_exploration(settings),
-                        hotel_models=hotels, load_pricer=pricer_loader(settings))
+                        hotel_models=hotels, load_pricer=pricer_loader(own_models))
 
 
 def transfer_exploration(settings: Settings) -> ExplorationConfig | None:

@@ -14,9 +14,20 @@ replica and kept across restarts):
   ``own_after_bookings`` bookings (counters in the same store: the label service sets its totals of
   the labels it wrote, :meth:`HistoryStore.set_joined`; ``pricestream cold-start labels`` adds by hand,
   :meth:`HistoryStore.add_labels`):
-  the registry's models price it. The service serves one pooled pair, which the trainer keeps
-  training on every hotel's labels, the new one's included; a per-hotel refit
-  (``pricestream cold-start refit``) is not loaded by the service.
+  the registry's models price it: the pooled pair, which the trainer keeps training on every hotel's
+  labels, for the mature hotels; for a new hotel, its own refit once one is published.
+
+Stage three's refit runs in the trainer service (:mod:`feedback.hotel_refit`): it keeps the
+``training.examples`` of the new hotels, and when one reaches ``own`` it continues the live pooled
+bundles on them and publishes the result under the hotel (:class:`feedback.registry.HotelModels`,
+``<registry>/hotels``; ``pricestream cold-start refit --publish`` does it from a file of labels). This
+scorer follows those through a :class:`HotelModelSource`: :meth:`StagedScorer.reload_hotels` (called by
+the serving path's follower every ``follow_interval_s``) loads a hotel's bundles when the source's
+``generation`` moved, so a new refit is served without a restart, and after one from the published
+files. A new hotel in stage ``own`` is then priced by its own models (the decision's ``model_version``
+is ``<version>@<hotel>``); with none published yet, or one that does not load, by the pooled ones, with
+the reason as a rule id before the stage (:data:`NO_REFIT`, :data:`BAD_REFIT`; the load error in
+:attr:`StagedScorer.own_errors` and ``/healthz``). Mature hotels and the other stages are unchanged.
 
 Every decision of a staged hotel ends its ``rule_ids`` with ``cold_start:<stage>`` (the tier
 says which tier priced it). While a new hotel's history is shorter than a window its window
