@@ -15,7 +15,7 @@ sample of the trainer's snapshot as pooled rows) when
 * its own rows have grown :data:`REFIT_GROWTH` times since its last refit,
 
 and it has ``min_examples`` rows of its own with both outcomes among them. The bundles are published under
-the hotel (:class:`feedback.registry.HotelModels`), their versions tagged with it
+the hotel (:class:`feedback.hotel_models.HotelModels`), their versions tagged with it
 (``light-<sha>@<hotel>``, :func:`tag_version`): a decision's ``model_version`` says whose model priced
 it. A refit that fails is kept in :attr:`HotelRefitter.errors` and logged; the trainer goes on, and the
 hotel is tried again on its next batch of rows.
@@ -47,7 +47,8 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from feedback.registry import Entry, HotelModels, HotelModelSet
+from feedback.hotel_models import HotelModels, HotelModelSet
+from feedback.registry import Entry
 from pricing.cold_start import ColdStartConfig, HotelHistory, refit_bundles, stage_of
 from pricing.cold_start_serving import MATURE, HistoryStore
 from pricing.training import META_FILE, read_meta

@@ -256,7 +256,7 @@ def candidate_loader(
 def staged_scorer(settings: Settings, scorer: Scorer) -> Scorer:
     """``scorer`` with the cold-start stage rule in front (``pricing.cold_start_serving``), history in Redis,
     and the per-hotel refits the trainer publishes (``<registry>/hotels``, followed by the :class:`Follower`)."""
-    from feedback.registry import HotelModels
+    from feedback.hotel_models import HotelModels
     from pricestream.commands.cold_start import cold_start_config, history_store
     from pricing.cold_start_serving import StagedScorer
 

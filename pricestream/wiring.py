@@ -229,12 +229,12 @@ def hotel_refitter(settings: Settings, registry: ModelRegistry, *,
 
     It reads each hotel's stage from the history ``serve`` writes (Redis), continues ``registry``'s live pooled
     bundles on the hotel's own examples (with a sample of ``pooled_frame()``) and publishes them under the
-    hotel in ``<registry>/hotels`` (:class:`feedback.registry.HotelModels`), where ``serve`` loads them.
+    hotel in ``<registry>/hotels`` (:class:`feedback.hotel_models.HotelModels`), where ``serve`` loads them.
     """
     if not (settings.cold_start_serve and settings.cold_start_refit):
         return None
+    from feedback.hotel_models import HotelModels
     from feedback.hotel_refit import HotelRefitter, RefitConfig
-    from feedback.registry import HotelModels
     from pricestream.commands.cold_start import cold_start_config, history_store
 
     def pooled() -> dict[str, Entry]:

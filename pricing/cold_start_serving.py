@@ -19,7 +19,7 @@ replica and kept across restarts):
 
 Stage three's refit runs in the trainer service (:mod:`feedback.hotel_refit`): it keeps the
 ``training.examples`` of the new hotels, and when one reaches ``own`` it continues the live pooled
-bundles on them and publishes the result under the hotel (:class:`feedback.registry.HotelModels`,
+bundles on them and publishes the result under the hotel (:class:`feedback.hotel_models.HotelModels`,
 ``<registry>/hotels``; ``pricestream cold-start refit --publish`` does it from a file of labels). This
 scorer follows those through a :class:`HotelModelSource`: :meth:`StagedScorer.reload_hotels` (called by
 the serving path's follower every ``follow_interval_s``) loads a hotel's bundles when the source's
@@ -96,14 +96,14 @@ BAD_REFIT = RULE_PREFIX + "pooled:bad_refit"
 
 
 class HotelModelSet(Protocol):
-    """A hotel's live own bundles by tier (:class:`feedback.registry.HotelModelSet`)."""
+    """A hotel's live own bundles by tier (:class:`feedback.hotel_models.HotelModelSet`)."""
 
     @property
     def live(self) -> Mapping[str, ModelEntry]: ...
 
 
 class HotelModelSource(Protocol):
-    """Where the per-hotel refits are published (:class:`feedback.registry.HotelModels`)."""
+    """Where the per-hotel refits are published (:class:`feedback.hotel_models.HotelModels`)."""
 
     @property
     def generation(self) -> int: ...

@@ -119,8 +119,8 @@ def _pooled_bundles(s: Settings, pooled: list[Path] | None) -> dict[str, Path]:
 
 def _show_refit(s: Settings, hotel: str, paths: list[Path], *, publish: bool, examples: int) -> None:
     from feedback.errors import RegistryError
+    from feedback.hotel_models import HotelModels
     from feedback.hotel_refit import tag_version
-    from feedback.registry import HotelModels
     from pricing.training import read_meta
 
     by_tier = {str(read_meta(p)["tier"]): p for p in paths}
@@ -147,7 +147,7 @@ def refits(
     = None,
 ) -> None:
     """The hotels with published own models (the trainer's refits, ``refit --publish``), or withdraw one."""
-    from feedback.registry import HotelModels
+    from feedback.hotel_models import HotelModels
 
     hotels = HotelModels(settings().registry())
     if withdraw is not None:

@@ -270,7 +270,8 @@ def test_a_new_hotel_in_stage_own_is_priced_by_the_trainers_refit_of_it_and_keep
     from events.admin import create_topics
     from events.producer import Producer
     from events.topics import TOPICS
-    from feedback.registry import HotelModels, ModelRegistry
+    from feedback.hotel_models import HotelModels
+    from feedback.registry import ModelRegistry
     from pricestream.commands.cold_start import history_store
     from pricestream.settings import Settings
     from pricing.cold_start_serving import NO_REFIT

@@ -1,6 +1,6 @@
 """Cold start, stage three in the deployed system: a new hotel's refit published under it and served for it.
 
-``feedback.hotel_refit`` (the trainer's refitter), ``feedback.registry.HotelModels`` (where it is published)
+``feedback.hotel_refit`` (the trainer's refitter), ``feedback.hotel_models.HotelModels`` (where it is published)
 and ``pricing.cold_start_serving.StagedScorer`` (which loads it per hotel), without services.
 """
 
@@ -18,8 +18,9 @@ import pytest
 
 from events.models import PricingRequest
 from feedback.errors import RegistryError
+from feedback.hotel_models import HotelModels
 from feedback.hotel_refit import HotelRefitter, RefitConfig
-from feedback.registry import HotelModels, ModelRegistry
+from feedback.registry import ModelRegistry
 from pricing.cold_start import ColdStartConfig
 from pricing.cold_start_serving import BAD_REFIT, NO_REFIT, MemoryHistoryStore, StagedScorer
 from pricing.feature_source import MemoryFeatureSource
