@@ -64,7 +64,7 @@ from events.simulator.compare import WARMUP_DAYS
 from events.simulator.presets import preset
 from events.simulator.shoppers import Offer, Policy
 from pricing.bid_price import BidPriceConfig
-from pricing.cold_start import ColdStartConfig, ColdStartScorer, PartialWindows, Stage, refit_bundles
+from pricing.cold_start import ColdStartConfig, ColdStartScorer, PartialWindows, PriorWeek, Stage, refit_bundles
 from pricing.exploration import ExplorationConfig
 from pricing.feature_source import FeatureSource
 from pricing.models import DemandModelConfig
@@ -202,6 +202,8 @@ class Setup:
     """Read the new hotel's window counts at full length while its history is shorter (``PartialWindows``)."""
     exploration: ExplorationConfig | None = None
     """How ``staged`` explores the new hotel's prices in stage two (``None``: not at all)."""
+    prior_week: PriorWeek = "estimated"
+    """How ``PartialWindows`` reads the week before last before day 14 (``--prior-week``)."""
 
 
 def setup(name: str, args: argparse.Namespace, work: Path, say: Callable[[str], None]) -> Setup:
@@ -262,6 +264,7 @@ def setup(name: str, args: argparse.Namespace, work: Path, say: Callable[[str], 
         ONBOARD[args.onboard],
         args.partial_windows == "scale",
         exploration,
+        args.prior_week,
     )
 
 
@@ -277,7 +280,8 @@ def staged_policy(
     source = AtRequestTime(feats)
     read: FeatureSource = source
     if s.partial_windows:
-        read = PartialWindows(source, first_seen=lambda h: cold.first_seen(h), clock=lambda: source.now)
+        read = PartialWindows(source, first_seen=lambda h: cold.first_seen(h), clock=lambda: source.now,
+                              prior_week=s.prior_week)
     pooled = scorer(s.market, source=read, bundles=s.bundles, capacity=s.capacity)  # type: ignore[arg-type]
     rules = scorer(s.market, source=read, bundles=None, capacity=s.capacity)  # type: ignore[arg-type]
     transfer = None
@@ -623,6 +627,13 @@ def main(argv: list[str] | None = None) -> None:
         default="scale",
         help="the new hotel's window counts while its history is shorter: scaled to full length "
         "(pricing.cold_start.PartialWindows) or as counted",
+    )
+    parser.add_argument(
+        "--prior-week",
+        choices=("estimated", "missing"),
+        default="estimated",
+        help="with --partial-windows scale, the week before last (and the pace against it) before day 14: "
+        "estimated from the scaled counts, or missing (as before run 7)",
     )
     parser.add_argument(
         "--measure",

@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from events.catalog import DERIVED_FEATURES, derive
 from events.models import PricingDecision, PricingRequest
 from pricing import degraded as dg
 from pricing.errors import TrainingError
@@ -140,7 +141,11 @@ SCALED_COUNTS = frozenset({
 })
 """Window counts that :class:`PartialWindows` scales to their window's length (ratios and levels are left)."""
 UNKNOWN_BEFORE_14D = frozenset({"bookings_prev_7d", "booking_pace_7d"})
-"""The week before last, and the pace against it: not seen until 14 days of history (missing, not zero)."""
+"""The week before last, and the pace against it: not seen until 14 days of history. ``PartialWindows``
+estimates them from the scaled counts (``prior_week="estimated"``: the days seen at their own rate, so a
+pace of 1 before day 7) or reads them as missing (``"missing"``, before run 7: the pooled models never saw
+a missing pace, and priced a new hotel 8-9% under its full-history price up to day 14, docs/cold-start.md)."""
+PriorWeek = Literal["estimated", "missing"]
 
 
 class PartialWindows:
@@ -150,23 +155,26 @@ class PartialWindows:
     model trained on mature hotels, whose windows are full, it looks like a hotel with
     2/7 of the demand, and the bid price forecasts that few shoppers. While a hotel's
     history (``first_seen(hotel)`` to ``clock()``) is shorter than a window, its counts
-    are divided by the share of the window it covers; the week before last is missing
-    until it has 14 days. Hotels with no ``first_seen`` (mature ones) are read as they are.
+    are divided by the share of the window it covers, and the derived ratios (the week
+    before last, the pace against it, look-to-book) are computed again from the scaled
+    counts (``prior_week``, :data:`UNKNOWN_BEFORE_14D`). Hotels with no ``first_seen``
+    (mature ones) are read as they are.
 
     Example:
         >>> from datetime import UTC, date, datetime, timedelta
         >>> from pricing.feature_source import MemoryFeatureSource
         >>> src = MemoryFeatureSource()
-        >>> src.put("h-new", "std", date(2026, 5, 20), {"views_7d": 10.0, "bookings_prev_7d": 0.0, "occupancy": 0.5})
+        >>> src.put("h-new", "std", date(2026, 5, 20), {"views_7d": 10.0, "bookings_7d": 2.0, "bookings_14d": 2.0,
+        ...                                             "bookings_prev_7d": 0.0, "booking_pace_7d": 2.0})
         >>> t0 = datetime(2026, 5, 1, tzinfo=UTC)
         >>> read = PartialWindows(src, first_seen={"h-new": t0}.get, clock=lambda: t0 + timedelta(days=2))
         >>> dict(read.read("h-new", "std", date(2026, 5, 20)).values)
-        {'views_7d': 35.0, 'bookings_prev_7d': None, 'occupancy': 0.5}
+        {'views_7d': 35.0, 'bookings_7d': 7.0, 'bookings_14d': 14.0, 'bookings_prev_7d': 7.0, 'booking_pace_7d': 1.0}
     """
 
     def __init__(self, source: FeatureSource, *, first_seen: Callable[[str], datetime | None],
-                 clock: Callable[[], datetime | None]) -> None:
-        self.source, self.first_seen, self.clock = source, first_seen, clock
+                 clock: Callable[[], datetime | None], prior_week: PriorWeek = "estimated") -> None:
+        self.source, self.first_seen, self.clock, self.prior_week = source, first_seen, clock, prior_week
 
     def read(self, hotel_id: str, room_type: str, stay_date: date) -> FeatureRead:
         read = self.source.read(hotel_id, room_type, stay_date)
@@ -176,12 +184,22 @@ class PartialWindows:
         days = max((now - seen).total_seconds() / 86_400.0, 1.0 / 24.0)
         if days >= 14.0:
             return read
-        return read._replace(values={k: _scaled(k, v, days) for k, v in read.values.items()})
+        values = {k: _scaled(k, v, days) for k, v in read.values.items()}
+        if self.prior_week == "missing":
+            return read._replace(values={k: None if k in UNKNOWN_BEFORE_14D else v for k, v in values.items()})
+        derived = derive(dict(values))  # None where its inputs are not in the read: the week before last unknown
+        return read._replace(values={k: _estimated(k, v, derived.get(k)) for k, v in values.items()})
+
+
+def _estimated(name: str, value: float | None, derived: float | None) -> float | None:
+    if name not in DERIVED_FEATURES:
+        return value
+    if derived is None:
+        return None if name in UNKNOWN_BEFORE_14D else value
+    return derived
 
 
 def _scaled(name: str, value: float | None, days: float) -> float | None:
-    if name in UNKNOWN_BEFORE_14D:
-        return None
     if value is None or name not in SCALED_COUNTS:
         return value
     window = next(w for suffix, w in WINDOW_DAYS.items() if name.endswith(suffix))

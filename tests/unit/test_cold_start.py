@@ -212,7 +212,7 @@ def test_partial_windows_read_a_new_hotels_counts_at_full_length_until_its_histo
     read = PartialWindows(src, first_seen={"h-new": NOW}.get, clock=lambda: now[0])
     half_day = read.read("h-new", "std", night).values
     assert half_day["searches_7d"] == 14.0 * 7 / 0.5 and half_day["views_24h"] == 12.0
-    assert half_day["bookings_prev_7d"] is None and half_day["booking_pace_7d"] is None  # unknown, not zero
+    assert half_day["bookings_prev_7d"] is None and half_day["booking_pace_7d"] is None  # no bookings_7d: unknown
     assert half_day["look_to_book_7d"] == 0.2 and half_day["occupancy"] == 0.7  # ratios and levels as they are
     assert read.read("h-old", "std", night).values == values  # a mature hotel is read as it is
     now[0] = NOW + timedelta(days=7)
@@ -220,6 +220,32 @@ def test_partial_windows_read_a_new_hotels_counts_at_full_length_until_its_histo
     assert week["searches_7d"] == 14.0 and week["views_24h"] == 6.0 and week["bookings_14d"] == 4.0
     now[0] = NOW + timedelta(days=14)
     assert read.read("h-new", "std", night).values == values
+
+
+def test_partial_windows_estimate_the_week_before_last_from_the_days_seen() -> None:
+    """The pooled models never saw a missing pace: before day 14 it is estimated from the scaled counts."""
+    from datetime import date
+
+    from pricing.cold_start import PartialWindows
+
+    src = MemoryFeatureSource()
+    night = date(2026, 5, 20)
+    src.put("h-new", "std", night, {"bookings_7d": 2.0, "bookings_14d": 2.0, "views_7d": 8.0,
+                                    "bookings_prev_7d": 0.0, "booking_pace_7d": 2.0, "look_to_book_7d": 4.0})
+    now = [NOW + timedelta(days=2)]
+    read = PartialWindows(src, first_seen={"h-new": NOW}.get, clock=lambda: now[0])
+    two_days = read.read("h-new", "std", night).values
+    assert (two_days["bookings_7d"], two_days["bookings_14d"]) == (7.0, 14.0)  # 2 days read at 7 and 14
+    assert two_days["bookings_prev_7d"] == 7.0 and two_days["booking_pace_7d"] == 1.0  # the same rate: pace 1
+    assert two_days["look_to_book_7d"] == 4.0
+    src.put("h-new", "std", night, {"bookings_7d": 3.0, "bookings_14d": 5.0, "bookings_prev_7d": 2.0,
+                                    "booking_pace_7d": 1.5})
+    now[0] = NOW + timedelta(days=10)  # a full week, 3 days of the week before: 2 bookings read at 14/10
+    ten_days = read.read("h-new", "std", night).values
+    assert ten_days["bookings_prev_7d"] == 5.0 * 14 / 10 - 3.0 and ten_days["booking_pace_7d"] == 3.0 / 4.0
+    missing = PartialWindows(src, first_seen={"h-new": NOW}.get, clock=lambda: now[0], prior_week="missing")
+    old = missing.read("h-new", "std", night).values
+    assert old["bookings_prev_7d"] is None and old["booking_pace_7d"] is None  # as before run 7
 
 
 # Cold start in the service (pricing.cold_start_serving): the stage rule in front of the service's scorer.
