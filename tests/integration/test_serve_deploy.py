@@ -326,6 +326,8 @@ def test_a_new_hotel_in_stage_own_is_priced_by_the_trainers_refit_of_it_and_keep
         assert (theirs["model_version"], theirs["rule_ids"][-2:]) == (pooled.version, [NO_REFIT, "cold_start:own"])
         assert (fleet["model_version"], fleet["rule_ids"][-1]) == (pooled.version, "cold_start:own")
         assert NO_REFIT not in fleet["rule_ids"]  # a mature hotel: the pooled models are its own
+        shown = httpx.get(f"{server.url}/healthz", timeout=10.0).json()["hotel_models"]
+        assert shown["hotels"][new]["light"] == own and other not in shown["hotels"] and shown["errors"] == {}
         server.proc.kill()  # SIGKILL: the published refit is on disk, not in the process
         server.proc.wait(30)
         server = start_serve(env, tmp_path / "serve.log")
