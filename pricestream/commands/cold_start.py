@@ -194,9 +194,19 @@ def history(
     first = store.first_seen(hotel, when, mature=lambda: False)
     reason = ("own: a mature hotel, with behaviour in the feature store before its first request" if first is None
               else stage_of(HotelHistory(first, labels, bookings), when, cold_start_config(s))[1])
-    out.print(table(("hotel", "first seen", "labels", "bookings", "stage"),
-                    [(hotel, "mature" if first is None else first.isoformat(), labels, bookings, reason)],
-                    title="cold start"))
+    out.print(table(("hotel", "first seen", "labels", "bookings", "stage", "own models"),
+                    [(hotel, "mature" if first is None else first.isoformat(), labels, bookings, reason,
+                      _own_models(s, hotel))], title="cold start"))
+
+
+def _own_models(s: Settings, hotel: str) -> str:
+    """The hotel's published refit (what ``serve`` prices it with in stage ``own``), or why the pooled models do."""
+    from feedback.hotel_models import HotelModels
+
+    published = HotelModels(s.registry()).get(hotel)
+    if published is None:
+        return "none published: the pooled models"
+    return ", ".join(e.version for _, e in sorted(published.live.items()))
 
 
 @app.command("labels")

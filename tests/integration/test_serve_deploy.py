@@ -312,6 +312,8 @@ def test_a_new_hotel_in_stage_own_is_priced_by_the_trainers_refit_of_it_and_keep
         own = published.live["light"].version
         assert own.endswith(f"@{new}") and published.parents["light"] == pooled.version
         assert HotelModels(s.registry()).get(other) is None  # no examples of its own: nothing to refit on
+        shown_cli = run_cli({**env, "COLUMNS": "300"}, "cold-start", "history", "--hotel", new)
+        assert own in shown_cli.stdout and "own: 80 labels >= 60" in shown_cli.stdout, shown_cli.stdout
 
         def priced(hotels: tuple[str, ...]) -> list[dict]:
             with httpx.Client(base_url=server.url, timeout=30.0) as client:
