@@ -70,7 +70,7 @@ from pricestream.demo import market_rule_spec
 from pricing.bid_price import BidPriceConfig, BookingCurve, nights_mix
 from pricing.exploration import ExplorationConfig
 from pricing.models import DemandModelConfig
-from pricing.price_response import fit_price_response
+from pricing.price_response import PriceResponse, fit_price_response
 from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig
 from pricing.tiers import load_pricer
@@ -255,17 +255,25 @@ def train(
     light = train_bundle(frame, work / "light", tier="light", seed=seed, config=DemandModelConfig(num_trees=60))
     heavy_cfg = DemandModelConfig(n_members=3, num_trees=120, bootstrap=True)
     heavy = train_bundle(frame, work / "heavy", tier="heavy", seed=seed, config=heavy_cfg)
-    if response != "both":
+    if response == "oracle":  # a diagnosis: the same fit on the frame's true booking probabilities as labels
+        curve = fit_price_response(frame.assign(booked=frame["true_prob"]))
+        _set_response(light.path, heavy.path, curve)
+    elif response != "both":
         curve = fit_price_response(
             frame, lead=response != "none" and response != "season", season=response in ("season", "both_flat_season")
         )
         if curve is not None and response == "both_flat_season":
             curve = curve._replace(season=(0.0, 0.0))
-        for path in (light.path, heavy.path):
-            meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
-            meta["price_response"] = None if curve is None else curve.to_json()
-            (path / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
+        _set_response(light.path, heavy.path, curve)
     return light.path, heavy.path
+
+
+def _set_response(light: Path, heavy: Path, curve: PriceResponse | None) -> None:
+    """Write ``curve`` as the price response of both bundles."""
+    for path in (light, heavy):
+        meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
+        meta["price_response"] = None if curve is None else curve.to_json()
+        (path / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
 
 
 def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, list[Outcome]]:
@@ -421,6 +429,20 @@ def plot(all_ratios: dict[str, dict[str, tuple[float, float, float]]], path: Pat
     fig.savefig(path, dpi=120)
 
 
+def seeds_line(args: argparse.Namespace) -> str:
+    """The seeds a run priced, for its last lines: ``5 seeds`` or, with ``--seed-list``, ``3 seeds (5 6 7)``.
+
+    Example:
+        >>> ns = argparse.Namespace
+        >>> seeds_line(ns(seeds=5, seed_list=None)), seeds_line(ns(seeds=5, seed_list=[6]))
+        ('5 seeds', '1 seed (6)')
+    """
+    if args.seed_list is None:
+        return f"{args.seeds} seed{'s' if args.seeds != 1 else ''}"
+    listed = " ".join(str(s) for s in args.seed_list)
+    return f"{len(args.seed_list)} seed{'s' if len(args.seed_list) != 1 else ''} ({listed})"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, default=60)
@@ -490,9 +512,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--response",
-        choices=("both", "lead", "season", "none", "both_flat_season"),
+        choices=("both", "lead", "season", "none", "both_flat_season", "oracle"),
         default="both",
-        help="terms of the pooled price response fitted (an experiment; the service fits both)",
+        help="terms of the pooled price response fitted (an experiment; the service fits both); oracle: a "
+        "diagnosis, fitted on the frame's true booking probabilities instead of its sampled labels",
     )
     parser.add_argument(
         "--bounds",
@@ -541,7 +564,7 @@ def main(argv: list[str] | None = None) -> None:
         )
     plot(all_ratios, args.png)
     print(
-        f"\nplot: {args.png}; {args.days} days, {args.seeds} seeds, {args.hotels} hotels per preset, "
+        f"\nplot: {args.png}; {args.days} days, {seeds_line(args)}, {args.hotels} hotels per preset, "
         f"{time.perf_counter() - started:.0f}s"
     )
     print("; ".join(last))
