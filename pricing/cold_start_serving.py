@@ -315,25 +315,24 @@ class StagedScorer(Scorer):
         generation = int(self.hotel_models.generation)
         if generation == self._own_generation:
             return False
-        live, changed = self.hotel_models.live(), False
-        for hotel in set(self._own) | set(self.own_errors):
-            if hotel not in live:
-                self._own.pop(hotel, None)
-                self.own_errors.pop(hotel, None)
-                changed = True
+        live = self.hotel_models.live()
+        # built aside and swapped in whole: request threads read the old maps meanwhile, never a half-built one
+        own = {h: v for h, v in self._own.items() if h in live}
+        errors = {h: e for h, e in self.own_errors.items() if h in live}
+        changed = len(own) != len(self._own) or len(errors) != len(self.own_errors)
         for hotel, models in live.items():
             versions = {tier: str(e.version) for tier, e in models.live.items()}
-            if hotel in self._own and self._own[hotel][0] == versions:
+            if hotel in own and own[hotel][0] == versions:
                 continue
             changed = True
             try:
-                self._own[hotel] = (versions, self._own_scorer(models.live))
-                self.own_errors.pop(hotel, None)
+                own[hotel] = (versions, self._own_scorer(models.live))
+                errors.pop(hotel, None)
             except Exception as exc:  # noqa: BLE001 - a bad bundle must not stop serving: pooled models price it
-                self._own.pop(hotel, None)
-                self.own_errors[hotel] = f"{versions}: {type(exc).__name__}: {exc}"[:300]
-                log.warning("own models of hotel %r not loaded, pooled models price it: %s", hotel,
-                            self.own_errors[hotel])
+                own.pop(hotel, None)
+                errors[hotel] = f"{versions}: {type(exc).__name__}: {exc}"[:300]
+                log.warning("own models of hotel %r not loaded, pooled models price it: %s", hotel, errors[hotel])
+        self._own, self.own_errors = own, errors
         self._own_generation = generation
         return changed
 

@@ -182,6 +182,9 @@ def test_serve_prices_an_own_stage_hotel_with_its_refit_the_others_with_the_pool
     restarted = _staged(registry, store, source)
     restarted.reload_hotels()
     assert restarted.price(_request(new, at)).model_version == mine.model_version
+    assert HotelModels(registry.root).withdraw(new) and restarted.reload_hotels()  # the operator takes it back
+    withdrawn = restarted.price(_request(new, at))
+    assert (withdrawn.model_version, withdrawn.rule_ids[-2]) == (pooled_version, NO_REFIT)
 
 
 def test_a_bad_published_refit_falls_back_to_the_pooled_model_with_the_reason(
