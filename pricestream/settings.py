@@ -184,6 +184,9 @@ class Settings(BaseSettings):
     cold_start_own_weight: float | None = Field(default=None, gt=0.0)
     """Cold start: weight of one of the hotel's own labels against one pooled row in the refit (``None``: the
     measured default of ``pricing.cold_start.ColdStartConfig``, which ``bench/cold_start.py`` runs too)."""
+    cold_start_rules_bid_floor: bool = True
+    """Cold start: stage one prices a new hotel no lower than the night's bid price by the pooled light model
+    (``pricing.cold_start.bid_floored``; rule id ``cold_start_bid_floor`` when it raises the rules price)."""
     cold_start_serve: bool = True
     """Cold start in ``serve`` / ``serve-stream`` and the label service: each hotel priced in its stage, recorded
     on the decision as ``cold_start:<stage>`` (``pricing.cold_start_serving``; its history in Redis, its label

@@ -9,7 +9,9 @@ replica and kept across restarts):
   when the feature store already holds behaviour of it (:data:`HISTORY_FEATURES`): a hotel that
   traded before the service first priced it (a fleet at deploy time) is not a new hotel;
 * ``rules`` while its history is shorter than ``transfer_after_days``: the rules tier prices it
-  (the same rules file, no model), with no degradation flagged: it is the plan, not a fault;
+  (the same rules file, no model), with no degradation flagged: it is the plan, not a fault; no lower
+  than the night's bid price by the pooled light pricer (``ColdStartConfig.rules_bid_floor``,
+  :func:`pricing.cold_start.bid_floored`; rule id ``cold_start_bid_floor`` when it binds);
 * ``transfer`` after that, ``own`` once it has ``own_after_labels`` labels with
   ``own_after_bookings`` bookings (counters in the same store: the label service sets its totals of
   the labels it wrote, :meth:`HistoryStore.set_joined`; ``pricestream cold-start labels`` adds by hand,
@@ -72,7 +74,7 @@ from typing import Any, Protocol
 
 from events.models import PricingDecision, PricingRequest
 from pricing import degraded as dg
-from pricing.cold_start import RULE_PREFIX, ColdStartConfig, HotelHistory, PartialWindows, Stage, stage_of
+from pricing.cold_start import RULE_PREFIX, ColdStartConfig, HotelHistory, PartialWindows, Stage, bid_floored, stage_of
 from pricing.exploration import ExplorationConfig, exploring
 from pricing.feature_source import FeatureSource
 from pricing.metrics import ScorerMetrics
@@ -410,6 +412,8 @@ class StagedScorer(Scorer):
 
     def _rules_stage(self, request: PricingRequest, deadline_ms: float | None) -> tuple[PricingDecision, Trail]:
         decision, trail = self._rules.price_traced(request, deadline_ms=deadline_ms)
+        if self.cold_start.rules_bid_floor:  # no lower than the night's bid price, by the pooled light pricer
+            decision = bid_floored(decision, request, pricer=self.light, rules=self.rules)
         if decision.degraded_reason is not None and decision.degraded_reason.startswith(dg.NO_LIGHT_MODEL):
             decision = decision.model_copy(update={"degraded": False, "degraded_reason": None})
         code = None if decision.degraded_reason is None else decision.degraded_reason.split(":", 1)[0]

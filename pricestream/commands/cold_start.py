@@ -26,7 +26,8 @@ def cold_start_config(s: Settings) -> ColdStartConfig:
     weight = {} if s.cold_start_own_weight is None else {"own_weight": s.cold_start_own_weight}
     return ColdStartConfig(transfer_after_days=s.cold_start_transfer_after_days,
                            own_after_labels=s.cold_start_own_after_labels,
-                           own_after_bookings=s.cold_start_own_after_bookings, **weight)
+                           own_after_bookings=s.cold_start_own_after_bookings,
+                           rules_bid_floor=s.cold_start_rules_bid_floor, **weight)
 
 
 @app.command("stage")
