@@ -47,12 +47,13 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import date, timedelta
 from typing import Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from events.models import PricingRequest
 
@@ -123,6 +124,11 @@ class BidPriceConfig(BaseModel):
             curve's share still to come (:func:`forecast`). ``None``: the key's own pickup only.
         prior_weight: weight of that prior against the key's own pickup (1: equal, a gamma prior worth
             one window of the key's own searches).
+        month_index: the demand of a night of each calendar month (January first) relative to the year's mean
+            night (e.g. from last year's searches: :func:`night_index`), and ``weekday_index`` the same per day
+            of the week (Monday first). The hotel's pace is that of its mean open night; with them the prior is
+            scaled to the request's night. ``None``: every night at the mean (in the city's May and June the
+            nights carry 1.25x the mean night's demand, and the prior read 0.8x the shoppers that came).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -143,6 +149,17 @@ class BidPriceConfig(BaseModel):
     slope_range: tuple[float, float] = (1.5, 8.0)
     room_shares: tuple[tuple[str, float], ...] | None = None
     prior_weight: float = Field(default=PRIOR_WEIGHT, ge=0.0, allow_inf_nan=False)
+    month_index: tuple[float, ...] | None = None
+    weekday_index: tuple[float, ...] | None = None
+
+    @field_validator("month_index", "weekday_index")
+    @classmethod
+    def _index(cls, value: tuple[float, ...] | None, info: ValidationInfo) -> tuple[float, ...] | None:
+        size = 12 if info.field_name == "month_index" else 7
+        if value is not None and (len(value) != size or not all(math.isfinite(v) and v > 0.0 for v in value)):
+            msg = f"{info.field_name} {value}: expected {size} finite factors > 0"
+            raise ValueError(msg)
+        return value
 
     @field_validator("slope_range")
     @classmethod
@@ -280,7 +297,42 @@ def _pace_prior(
         return None
     views = _number(features, "hotel_views_24h")
     view_share = 1.0 if views is None else min(max(views / searches, _MIN_VIEW_SHARE), 1.0)
-    return searches * room * view_share * ahead
+    night = 1.0
+    if config.month_index is not None:
+        night *= config.month_index[request.stay_date.month - 1]
+    if config.weekday_index is not None:
+        night *= config.weekday_index[request.stay_date.weekday()]
+    return searches * room * view_share * ahead * night
+
+
+def night_index(nights: Sequence[date]) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``(month_index, weekday_index)`` of :class:`BidPriceConfig` from the stay nights of a year of searches.
+
+    Each factor is the searches per night of that month (day of the week) over the searches per night of
+    the whole span, so a flat year gives ones. A month or weekday with no night in the span gets 1.
+
+    Example:
+        >>> from datetime import date, timedelta
+        >>> days = [date(2025, 1, 1) + timedelta(days=i) for i in range(365)]
+        >>> busy = days + [d for d in days if d.month == 7]  # July's nights searched twice as often
+        >>> month, weekday = night_index(busy)
+        >>> round(month[6] / month[0], 2), round(month[0], 3), round(max(weekday) / min(weekday), 2)
+        (2.0, 0.922, 1.02)
+    """
+    if not nights:
+        return (1.0,) * 12, (1.0,) * 7
+    first, last = min(nights), max(nights)
+    span = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+    per_night = len(nights) / len(span)
+
+    def factors(key: Callable[[date], int], size: int) -> tuple[float, ...]:
+        searched, open_nights = np.zeros(size), np.zeros(size)
+        np.add.at(searched, [key(d) for d in nights], 1.0)
+        np.add.at(open_nights, [key(d) for d in span], 1.0)
+        ratio = np.where(open_nights > 0, searched / np.maximum(open_nights, 1.0) / per_night, 1.0)
+        return tuple(float(v) if v > 0 else 1.0 for v in ratio)
+
+    return factors(lambda d: d.month - 1, 12), factors(date.weekday, 7)
 
 
 def forecast(

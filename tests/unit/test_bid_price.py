@@ -202,6 +202,32 @@ def test_forecast_shrinks_a_keys_pickup_toward_the_hotels_pace() -> None:
     assert heavy is not None and heavy.views == pytest.approx((own.views + 3.0 * prior) / 4.0)
 
 
+def test_the_pace_prior_is_scaled_to_the_nights_month_and_weekday() -> None:
+    from pricing.bid_price import night_index
+
+    curve = BookingCurve.exponential(20.0, 100)
+    flat = BidPriceConfig(curve=curve.cumulative, horizon_days=100, room_shares=(("std", 0.5),))
+    # last year: the request's month searched twice as often per night as the others, Saturdays 1.5x
+    year = [datetime(2025, 1, 1, tzinfo=UTC).date() + timedelta(days=i) for i in range(365)]
+    req = request(10)
+    busy = [d for d in year if d.month == req.stay_date.month]
+    month, weekday = night_index(year + busy)
+    indexed = flat.model_copy(update={"month_index": month, "weekday_index": weekday})
+    feats = {"views_7d": 0.0, "searches_7d": 0.0, "rooms_left": 4.0, "hotel_searches_24h": 100.0}
+    a, b = forecast(req, feats, flat), forecast(req, feats, indexed)
+    assert a is not None and b is not None
+    own = max(0.0, 0.5) * curve.share(10.5) / curve.between(10.5, 17.5)  # the key's own pickup, unchanged
+    prior = 100.0 * 0.5 * curve.share(10.5)
+    factor = month[req.stay_date.month - 1] * weekday[req.stay_date.weekday()]
+    assert factor > 1.7  # about 2 / (1 + 1/11) for the month, near 1 for the weekday
+    assert a.views == pytest.approx((own + prior) / 2.0)
+    assert b.views == pytest.approx((own + prior * factor) / 2.0)
+    with pytest.raises(ValueError, match="month_index"):
+        BidPriceConfig(month_index=(1.0,) * 11)
+    with pytest.raises(ValueError, match="weekday_index"):
+        BidPriceConfig(weekday_index=(1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0))
+
+
 def test_stochastic_bid_prices_the_chance_that_the_last_room_sells() -> None:
     from pricing.bid_price import stochastic_bid_price
 
