@@ -64,7 +64,15 @@ from events.simulator.compare import WARMUP_DAYS
 from events.simulator.presets import preset
 from events.simulator.shoppers import Offer, Policy
 from pricing.bid_price import BidPriceConfig
-from pricing.cold_start import ColdStartConfig, ColdStartScorer, PartialWindows, PriorWeek, Stage, refit_bundles
+from pricing.cold_start import (
+    MIN_SCALE_DAYS,
+    ColdStartConfig,
+    ColdStartScorer,
+    PartialWindows,
+    PriorWeek,
+    Stage,
+    refit_bundles,
+)
 from pricing.exploration import ExplorationConfig
 from pricing.feature_source import FeatureSource
 from pricing.models import DemandModelConfig
@@ -204,6 +212,8 @@ class Setup:
     """How ``staged`` explores the new hotel's prices in stage two (``None``: not at all)."""
     prior_week: PriorWeek = "estimated"
     """How ``PartialWindows`` reads the week before last before day 14 (``--prior-week``)."""
+    min_days: float = MIN_SCALE_DAYS
+    """``PartialWindows`` scales a shorter history as if this many days were seen (``--partial-min-days``)."""
 
 
 def setup(name: str, args: argparse.Namespace, work: Path, say: Callable[[str], None]) -> Setup:
@@ -265,6 +275,7 @@ def setup(name: str, args: argparse.Namespace, work: Path, say: Callable[[str], 
         args.partial_windows == "scale",
         exploration,
         args.prior_week,
+        args.partial_min_days,
     )
 
 
@@ -281,7 +292,7 @@ def staged_policy(
     read: FeatureSource = source
     if s.partial_windows:
         read = PartialWindows(source, first_seen=lambda h: cold.first_seen(h), clock=lambda: source.now,
-                              prior_week=s.prior_week)
+                              prior_week=s.prior_week, min_days=s.min_days)
     pooled = scorer(s.market, source=read, bundles=s.bundles, capacity=s.capacity)  # type: ignore[arg-type]
     rules = scorer(s.market, source=read, bundles=None, capacity=s.capacity)  # type: ignore[arg-type]
     transfer = None
@@ -634,6 +645,13 @@ def main(argv: list[str] | None = None) -> None:
         default="estimated",
         help="with --partial-windows scale, the week before last (and the pace against it) before day 14: "
         "estimated from the scaled counts, or missing (as before run 7)",
+    )
+    parser.add_argument(
+        "--partial-min-days",
+        type=float,
+        default=MIN_SCALE_DAYS,
+        help="PartialWindows scales a new hotel's counts as if at least this many days were seen (default an "
+        "hour: its first hour's searches of a night read x168 in searches_7d)",
     )
     parser.add_argument(
         "--measure",

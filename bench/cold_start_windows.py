@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
         hotels=args.hotels, market_seed=0, start=None, rows=12_000, bid_method="dp", days=args.days,
         transfer_after_days=0.0, own_after_labels=300, own_after_bookings=10, own_weights=[1.0],
         refit_price_response="keep", rules_bid_floor="off", explore_band=0.0, explore_arms=5, onboard="inventory",
-        partial_windows="scale", prior_week="estimated",
+        partial_windows="scale", prior_week="estimated", partial_min_days=1.0 / 24.0,
     )
     defaults.start = DEFAULT_START
 

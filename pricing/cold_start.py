@@ -146,6 +146,8 @@ estimates them from the scaled counts (``prior_week="estimated"``: the days seen
 pace of 1 before day 7) or reads them as missing (``"missing"``, before run 7: the pooled models never saw
 a missing pace, and priced a new hotel 8-9% under its full-history price up to day 14, docs/cold-start.md)."""
 PriorWeek = Literal["estimated", "missing"]
+MIN_SCALE_DAYS = 1.0 / 24.0
+"""Default history below which ``PartialWindows`` scales as if this much were seen (``min_days``): an hour."""
 
 
 class PartialWindows:
@@ -173,15 +175,17 @@ class PartialWindows:
     """
 
     def __init__(self, source: FeatureSource, *, first_seen: Callable[[str], datetime | None],
-                 clock: Callable[[], datetime | None], prior_week: PriorWeek = "estimated") -> None:
+                 clock: Callable[[], datetime | None], prior_week: PriorWeek = "estimated",
+                 min_days: float = MIN_SCALE_DAYS) -> None:
         self.source, self.first_seen, self.clock, self.prior_week = source, first_seen, clock, prior_week
+        self.min_days = min_days
 
     def read(self, hotel_id: str, room_type: str, stay_date: date) -> FeatureRead:
         read = self.source.read(hotel_id, room_type, stay_date)
         seen, now = self.first_seen(hotel_id), self.clock()
         if seen is None or now is None:
             return read
-        days = max((now - seen).total_seconds() / 86_400.0, 1.0 / 24.0)
+        days = max((now - seen).total_seconds() / 86_400.0, self.min_days)
         if days >= 14.0:
             return read
         values = {k: _scaled(k, v, days) for k, v in read.values.items()}
