@@ -317,3 +317,20 @@ def test_the_history_adds_the_label_services_totals_to_the_hand_added_counts() -
     assert store.add_labels("h-new", labels=10, bookings=1) == (130, 5)
     store.set_joined({"h-new": (125, 4)})  # totals are set, not added: a replayed batch writes the same totals
     assert store.counts("h-new") == (135, 5) and store.counts("h-other") == (0, 0)
+
+
+def test_partial_windows_scale_no_more_than_min_days_allows() -> None:
+    """Two hours in, a night's 3 searches read x84 in ``searches_7d`` by default, x7 with ``min_days=1``."""
+    from datetime import date
+
+    from pricing.cold_start import PartialWindows
+
+    src = MemoryFeatureSource()
+    night = date(2026, 5, 20)
+    src.put("h-new", "std", night, {"searches_7d": 3.0, "searches_24h": 3.0})
+    at = NOW + timedelta(hours=2)
+    hourly = PartialWindows(src, first_seen={"h-new": NOW}.get, clock=lambda: at).read("h-new", "std", night)
+    daily = PartialWindows(src, first_seen={"h-new": NOW}.get, clock=lambda: at, min_days=1.0).read(
+        "h-new", "std", night)
+    assert hourly.values["searches_7d"] == 3.0 * 84 and hourly.values["searches_24h"] == 3.0 * 12
+    assert daily.values["searches_7d"] == 3.0 * 7 and daily.values["searches_24h"] == 3.0
