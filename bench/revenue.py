@@ -314,7 +314,7 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
             covering=args.covering_stays,
             pace_prior=args.pace_prior,
             night_index_on=args.night_index,
-        )
+        ).model_copy(update={"channel_response": args.channel_response})
         say(
             f"{name}: models trained; warm-up history: {capacity.rooms_per_booking:.2f} rooms and "
             f"{capacity.nights_per_booking:.2f} nights per booking, cancel share {capacity.cancel_share:.2f}"
@@ -505,6 +505,13 @@ def main(argv: list[str] | None = None) -> None:
         default=False,
         help="scale the pace prior to the night's month and weekday (BidPriceConfig.month_index / weekday_index "
         "from a year of history); off by default: city seeds 5-7 +1.8%% but 0-4 -1.0%% (docs/revenue-management.md)",
+    )
+    parser.add_argument(
+        "--channel-response",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="price with the pooled response shifted per channel (BidPriceConfig.channel_response: intercept "
+        "offsets fitted from the labels, shrunk toward the pool; pricing.channel_response); off by default",
     )
     parser.add_argument("--covering-stays", action="store_true", help="BidPriceConfig.covering_stays")
     parser.add_argument(

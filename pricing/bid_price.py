@@ -129,6 +129,9 @@ class BidPriceConfig(BaseModel):
             of the week (Monday first). The hotel's pace is that of its mean open night; with them the prior is
             scaled to the request's night. ``None``: every night at the mean (in the city's May and June the
             nights carry 1.25x the mean night's demand, and the prior read 0.8x the shoppers that came).
+        channel_response: a tier prices with the pooled price response shifted by the request channel's
+            intercept offset (``price_response_channels`` in the bundle's meta, fitted from the labels and
+            shrunk toward the pool: :mod:`pricing.channel_response`). ``False``: the channel-blind curve.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -151,6 +154,7 @@ class BidPriceConfig(BaseModel):
     prior_weight: float = Field(default=PRIOR_WEIGHT, ge=0.0, allow_inf_nan=False)
     month_index: tuple[float, ...] | None = None
     weekday_index: tuple[float, ...] | None = None
+    channel_response: bool = False
 
     @field_validator("month_index", "weekday_index")
     @classmethod

@@ -107,9 +107,13 @@ class PriceResponse(NamedTuple):
         *,
         lead_days: float | None = None,
         day_of_year: int | None = None,
+        offset: float = 0.0,
     ) -> npt.NDArray[np.float64]:
-        """``sigmoid(a(lead, night) - beta(lead) x log(price / base_rate))`` per price (the level ``c`` left out)."""
-        a, beta = self.intercept(lead_days, day_of_year), self.elasticity(lead_days)
+        """``sigmoid(a(lead, night) + offset - beta(lead) x log(price / base_rate))`` per price (``c`` left out).
+
+        ``offset``: a channel's shift of the intercept (:mod:`pricing.channel_response`), 0 for the pooled curve.
+        """
+        a, beta = self.intercept(lead_days, day_of_year) + offset, self.elasticity(lead_days)
         z = a - beta * np.log(np.asarray(prices, dtype=np.float64) / base_rate)
         return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -700.0, 700.0))), dtype=np.float64)
 

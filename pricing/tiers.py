@@ -42,6 +42,7 @@ import numpy.typing as npt
 
 from events.models import PricingRequest
 from pricing.bid_price import BidPriceConfig, DemandForecast, bid_price, cost_per_night, forecast, logit_tail
+from pricing.channel_response import channel_offsets
 from pricing.errors import BundleError
 from pricing.exploration import ExplorationConfig, explore, in_force
 from pricing.feature_source import FeatureRead
@@ -278,6 +279,7 @@ class _BundlePricer:
         self._high = np.array([math.inf if b[1] is None else b[1] for b in bounds], dtype=np.float32)
         self._local = threading.local()
         self._response = PriceResponse.from_json(self._meta.get("price_response")) if price_response else None
+        self._channel_offsets = channel_offsets(self._meta.get("price_response_channels"))
         self._bids = BidCache()
 
     @property
@@ -353,13 +355,21 @@ class _BundlePricer:
         if not np.all(np.isfinite(level)):
             return None
         lead, doy = float(lead_time_days(request)), request.stay_date.timetuple().tm_yday
-        at_anchor = float(response.shape(np.array([anchor]), float(base), lead_days=lead, day_of_year=doy)[0])
+        shift = self._channel_shift(request)
+        at_anchor = float(response.shape(np.array([anchor]), float(base), lead_days=lead, day_of_year=doy,
+                                         offset=shift)[0])
 
         def pooled(prices: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-            ratio = response.shape(prices, float(base), lead_days=lead, day_of_year=doy) / max(at_anchor, 1e-12)
+            shaped = response.shape(prices, float(base), lead_days=lead, day_of_year=doy, offset=shift)
+            ratio = shaped / max(at_anchor, 1e-12)
             return np.asarray(np.clip(level * ratio[:, None], 0.0, 1.0), dtype=np.float64)
 
         return pooled
+
+    def _channel_shift(self, request: PricingRequest) -> float:
+        """The request channel's intercept offset with ``BidPriceConfig.channel_response`` on, else 0."""
+        cfg = self._capacity or DEFAULT_CAPACITY
+        return self._channel_offsets.get(str(request.channel), 0.0) if cfg.channel_response else 0.0
 
     def _extended(self, predict: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating]], floor: float,
                   ceiling: float) -> Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]] | None:

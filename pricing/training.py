@@ -36,6 +36,7 @@ import lightgbm as lgb
 import numpy as np
 import pandas as pd
 
+from pricing.channel_response import fit_channel_offsets
 from pricing.errors import BundleError, TrainingError
 from pricing.models import (
     HEAVY_CONFIG,
@@ -207,7 +208,7 @@ def train_bundle(
     metrics.update({f"train_{k}": v for k, v in binary_metrics(y, predict_native(members, x).mean(axis=1)).items()})
     response = fit_price_response(frame) if {"price", "base_rate"} <= set(frame.columns) else None
     return _write(Path(out_dir), members, tier=tier, columns=columns, metrics=metrics, parent=parent, x=x, seed=seed,
-                  response=response)
+                  response=response, channels=fit_channel_offsets(frame, response))
 
 
 def _write(
@@ -221,6 +222,7 @@ def _write(
     x: np.ndarray,
     seed: int,
     response: PriceResponse | None = None,
+    channels: Mapping[str, float] | None = None,
 ) -> BundleInfo:
     out.mkdir(parents=True, exist_ok=True)
     onnx_bytes = to_onnx(members, n_features=len(columns)).SerializeToString()
@@ -247,6 +249,7 @@ def _write(
         "rows": int(len(x)),
         "created_at": datetime.now(tz=UTC).isoformat(),
         "price_response": None if response is None else response.to_json(),
+        "price_response_channels": dict(channels or {}),
     }
     (out / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
     return BundleInfo(out, name, version, tier, columns, tree_count(members), sha, dict(metrics), parent)
