@@ -435,7 +435,7 @@ def _demo_revenue(report: DemoReport, *, hotels: int, seed: int) -> RevenueLines
     out.print("comparing the run's shoppers against rules only and the DP oracle (in-process)")
     rules = None if report.state_dir is None else report.state_dir / "rules.yaml"
     market = Market(MarketConfig(hotels=hotels, seed=seed))  # the run's market: its truth depends on these alone
-    return partial(revenue_lines, market=market, seed=seed, rules_file=rules)
+    return partial(revenue_lines, market=market, seed=seed, rules_file=rules, dp=report.dp)
 
 
 def main() -> None:  # pragma: no cover - console script entry

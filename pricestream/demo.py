@@ -20,9 +20,12 @@ Revenue per day is compared with a static price and with the simulator's oracle 
 shoppers (common random numbers), both as booked and as the truth's expected revenue of the
 offers shown: at a few thousand offers a day the booking draw (group bookings of up to 5
 rooms) moves booked revenue by several percent, so the expectation is the figure that ranks
-policies. A warm-up day of history at the static price comes first, so the first priced day
-already has features. The bid price's forecast ``serve`` prices with (booking curve, room
-shares, rooms and nights per booking, cancellations) is measured from that day's events, as
+policies. Each offer's expected value is also taken net of the rooms it may take (the DP oracle's
+bid price per room-night at that offer, on the policy's own path: the ``*_net`` columns), the
+figure that credits a capacity-aware pricer for rooms kept for later shoppers. A warm-up day of
+history at the static price comes first, so the first priced day already has features. The bid
+price's forecast ``serve`` prices with (booking curve, room shares, rooms and nights per booking,
+cancellations) is measured from that day's events, as
 ``pricestream bid-price measure`` measures a hotel's history (:func:`pricing.bid_history.measure`),
 and given to ``serve`` as ``PRICESTREAM_BID_CONFIG``.
 """
@@ -44,9 +47,9 @@ import pandas as pd
 from events.admin import create_topics
 from events.models import PricingRequest, Record, dumps
 from events.producer import Producer
-from events.simulator import Market, MarketConfig, Offer, Simulation, static_policy, training_frame
+from events.simulator import DPOracle, Market, MarketConfig, Offer, Simulation, static_policy, training_frame
 from events.simulator import oracle_policy as oracle
-from events.simulator.evaluate import DayAccumulator, simulate_days
+from events.simulator.evaluate import DayAccumulator, NetValueRecorder, simulate_days
 from features.snapshots import freeze
 from feedback.registry import ModelRegistry
 from pricestream.deployment import Deployment, DeploymentError, record_deployment
@@ -101,14 +104,16 @@ RevenueLines = Callable[[pd.DataFrame], list[str]]
 
 
 def revenue_lines(
-    f: pd.DataFrame, *, market: Market | None = None, seed: int | None = None, rules_file: Path | None = None
+    f: pd.DataFrame, *, market: Market | None = None, seed: int | None = None, rules_file: Path | None = None,
+    dp: DPOracle | None = None,
 ) -> list[str]:
     """Booked and expected revenue of the run against the static price and the oracle.
 
     The hook of the report: pass another :data:`RevenueLines` to :meth:`DemoReport.summary_lines`.
     With the run's ``market``, ``seed`` and ``rules_file`` (``pricestream demo`` passes them), the
     lines end with the comparison on the run's own shoppers against rules only and the DP oracle
-    (:func:`pricestream.demo_revenue.comparison_lines`).
+    (:func:`pricestream.demo_revenue.comparison_lines`); ``dp`` is the run's DP oracle
+    (:attr:`DemoReport.dp`), whose bid prices valued the rooms of the run's own offers.
     """
     total, static, best = f.policy.sum(), f.static.sum(), f.oracle.sum()
     e_total, e_static, e_best = f.policy_expected.sum(), f.static_expected.sum(), f.oracle_expected.sum()
@@ -124,7 +129,7 @@ def revenue_lines(
         from pricing.rules import RuleSet
 
         rules = RuleSet.from_yaml(rules_file.read_text(encoding="utf-8"))
-        lines += comparison_lines(f, market=market, seed=seed, rules=rules)
+        lines += comparison_lines(f, market=market, seed=seed, rules=rules, dp=dp)
     return lines
 
 
@@ -150,6 +155,9 @@ class DemoReport:
     csv_path: Path | None = None
     bid_forecast: str | None = None
     """What the bid price's forecast was measured from (the warm-up day) and what it found."""
+    dp: DPOracle | None = field(default=None, repr=False)
+    """The run's DP oracle (its nights and horizon): its bid prices value the rooms of every policy's offers
+    (the frame's ``<policy>_net`` columns); the comparison's DP row reuses it."""
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame(self.days)
@@ -212,11 +220,15 @@ def run_demo(
     say = on_progress or (lambda _msg: None)
     first = datetime.now(tz=UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     run = _start(settings, hotels=hotels, seed=seed, history=first - timedelta(days=1), say=say)
-    report = DemoReport(state_dir=run.settings.state_dir, bid_forecast=run.bid_forecast)
+    from pricestream.demo_revenue import run_oracle
+
+    dp = run_oracle(run.market, first=first, days=days)
+    report = DemoReport(state_dir=run.settings.state_dir, bid_forecast=run.bid_forecast, dp=dp)
     try:
         _await_features(run, 0, say)  # the warm-up day's, published while the processes started
         for d in range(days):
-            report.days.append(_one_day(run, first + timedelta(days=d), seed=seed + d, report=report, say=say))
+            day = _one_day(run, first + timedelta(days=d), seed=seed + d, report=report, dp=dp, say=say)
+            report.days.append(day)
     finally:
         say("stopping every process of the deployment (SIGTERM, each within its grace period)")
         run.http.close()
@@ -362,7 +374,9 @@ def _warm_up(market: Market, start: datetime, *, seed: int) -> list[Record]:
     return list(sim)
 
 
-def _one_day(run: _Run, start: datetime, *, seed: int, report: DemoReport, say: Progress) -> dict[str, Any]:
+def _one_day(
+    run: _Run, start: datetime, *, seed: int, report: DemoReport, dp: DPOracle, say: Progress
+) -> dict[str, Any]:
     say(f"simulating {start.date()}: shoppers priced by serve over HTTP, their events to Kafka")
     recent: dict[tuple[Any, ...], str] = {}
     served: list[str] = []
@@ -381,7 +395,9 @@ def _one_day(run: _Run, start: datetime, *, seed: int, report: DemoReport, say: 
         served.append(str(decision.get("model_version") or "-"))
         return float(decision["price"])
 
-    sim = Simulation(run.market, start=start, duration=timedelta(days=1), policy=policy, rng_seed=seed)
+    bid = dp.bid_price  # each offer's rooms valued at the DP oracle's bid price, on each policy's own path
+    recorded = NetValueRecorder(run.market, policy, bid)
+    sim = Simulation(run.market, start=start, duration=timedelta(days=1), policy=recorded, rng_seed=seed)
     acc = DayAccumulator(run.market)
     before = _consumed_features(run)
     with Producer(run.settings.acting_as("producer").kafka(), topic="behaviour.events") as events:
@@ -389,8 +405,11 @@ def _one_day(run: _Run, start: datetime, *, seed: int, report: DemoReport, say: 
             acc.add(event)
             events.send(_link(event, recent))
     ours = acc.finish(sim, name="pricestream", first=start, days=1).days[0]
-    base = {name: simulate_days(run.market, pol, days=1, start=start, seed=seed).days[0]
-            for name, pol in (("static", static_policy(run.market)), ("oracle", oracle(run.market)))}
+    base, net = {}, {"policy": recorded.total()}
+    for name, pol in (("static", static_policy(run.market)), ("oracle", oracle(run.market))):
+        rec = NetValueRecorder(run.market, pol, bid)
+        base[name] = simulate_days(run.market, rec, days=1, start=start, seed=seed).days[0]
+        net[name] = rec.total()
     say("feedback: labels, active sampling, guarded training (waiting on the services)")
     _await_feedback(run, report, say)
     _await_features(run, before, say)
@@ -398,6 +417,7 @@ def _one_day(run: _Run, start: datetime, *, seed: int, report: DemoReport, say: 
     return {"day": start.date(), "policy": ours.revenue, "static": base["static"].revenue,
             "oracle": base["oracle"].revenue, "policy_expected": ours.expected_revenue,
             "static_expected": base["static"].expected_revenue, "oracle_expected": base["oracle"].expected_revenue,
+            "policy_net": net["policy"], "static_net": net["static"], "oracle_net": net["oracle"],
             "decisions": len(served), "model": _serving(run)}
 
 

@@ -271,3 +271,43 @@ def _midnight(at: datetime) -> datetime:
         raise SimulatorError(field="start", value=at, expected="a timezone-aware datetime")
     at = at.astimezone(UTC)
     return at.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def offer_value(market: Market, offer: Offer, price: float, *, bid: float = 0.0) -> float:
+    """P(book | price) x (price - ``bid``) x the segment's mean rooms x nights, under the truth, at the offer.
+
+    ``bid`` is an opportunity cost per room-night (e.g. :meth:`DPOracle.bid_price` at the offer); with
+    ``bid`` 0 this is the offer's expected revenue, the term :class:`DayAccumulator` adds for its view.
+    """
+    h, r = market.hotel_index(offer.hotel_id), market.room_index(offer.room_type)
+    o, ts, s = offer.stay_date.toordinal(), offer.at.timestamp(), market.segment_index(offer.segment)
+    p = market.prob(h, r, o, ts, price, s, offer.channel, market.comp_median(h, r, o, ts))
+    return float((price - bid) * p * market.seg_weight[s])
+
+
+class NetValueRecorder:
+    """A policy wrapped to sum, per day of the offers it prices, their expected value net of ``bid(offer)``.
+
+    The net is taken at the offer, where the rooms left on the policy's own path are known
+    (:func:`offer_value` with ``bid`` the opportunity cost per room-night of selling to that shopper).
+
+    Example:
+        >>> from events.simulator.config import MarketConfig
+        >>> market = Market(MarketConfig(hotels=1, horizon_days=20, seed=3))
+        >>> rec = NetValueRecorder(market, static_policy(market), bid=lambda _offer: 0.0)
+        >>> day = simulate_days(market, rec, days=1, seed=1).days[0]
+        >>> abs(rec.net[day.day] - day.expected_revenue) < 0.01
+        True
+    """
+
+    def __init__(self, market: Market, policy: Policy, bid: Callable[[Offer], float]) -> None:
+        self.market, self.policy, self.bid = market, policy, bid
+        self.net: dict[date, float] = defaultdict(float)
+
+    def __call__(self, offer: Offer) -> float:
+        price = self.policy(offer)
+        self.net[offer.at.date()] += offer_value(self.market, offer, price, bid=self.bid(offer))
+        return price
+
+    def total(self) -> float:
+        return float(sum(self.net.values()))
