@@ -37,6 +37,8 @@ def test_two_day_closed_loop_reports_revenue_labels_and_examples(stack: StackCon
     frame = report.frame()
     assert len(frame) == 2
     assert (frame[["policy", "static", "oracle"]] > 0).all().all()
+    assert (frame[["policy_net", "static_net", "oracle_net"]] < frame[["policy_expected", "static_expected",
+                                                                      "oracle_expected"]].to_numpy()).all().all()
     assert frame.decisions.sum() == report.decisions > 0
     assert report.labels > 0 and 0 < report.training_examples <= report.labels
     assert report.plot_path is not None and report.plot_path.stat().st_size > 10_000
@@ -90,6 +92,13 @@ def _comparison_replays_the_runs_shoppers(report: DemoReport, *, hotels: int, se
     assert float(rows["static"][0].replace(",", "")) == round(frame.static.sum())
     assert float(rows["myopic oracle"][0].replace(",", "")) == round(frame.oracle.sum())
     assert rows["DP oracle"][1] == "1.000" and float(rows["rules only"][0].replace(",", "")) > 0
+    # booked, / DP, expected, / DP, net of the rooms' value, / DP: the frame's net columns are the table's
+    assert all(len(row) == 6 for row in rows.values()), rows
+    assert rows["DP oracle"][5] == "1.000"
+    for name, col in (("pricestream", "policy"), ("static", "static"), ("myopic oracle", "oracle")):
+        assert float(rows[name][4].replace(",", "")) == round(frame[f"{col}_net"].sum()), name
+    for row in rows.values():  # the DP's bid price is never negative: net at most the expected revenue
+        assert float(row[4].replace(",", "")) <= float(row[2].replace(",", ""))
 
 
 def _monitor_report_finds_the_run(settings: Settings, decisions: int, tmp_path: Path) -> None:
