@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from feedback.errors import RegistryError
-from feedback.registry import Entry, ModelRegistry, write_json_atomic
+from feedback.registry import Entry, ModelRegistry, read_json_format, write_json_atomic
 
 HOTELS_DIR = "hotels"
 HOTEL_INDEX = "index.json"
@@ -128,14 +127,7 @@ class HotelModels:
         return HotelModelSet(hotel_id, live, dict(row["parents"]), row["published_at"], int(row.get("examples", 0)))
 
     def _index(self) -> dict[str, Any]:
-        path = self.root / HOTEL_INDEX
-        if not path.exists():
-            return {"format": FORMAT, "generation": 0, "hotels": {}}
-        index: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        if index.get("format") != FORMAT:
-            msg = f"{path}: field 'format': got {index.get('format')!r}, expected {FORMAT}"
-            raise RegistryError(msg)
-        return index
+        return read_json_format(self.root / HOTEL_INDEX, FORMAT, {"generation": 0, "hotels": {}})
 
     @contextmanager
     def _locked(self) -> Iterator[dict[str, Any]]:

@@ -252,14 +252,7 @@ class ModelRegistry:
         )
 
     def _load(self) -> dict[str, Any]:
-        path = self.root / MANIFEST
-        if not path.exists():
-            return {"format": _FORMAT, "generation": 0, "versions": {}, "history": {}}
-        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        if manifest.get("format") != _FORMAT:
-            msg = f"{path}: field 'format': got {manifest.get('format')!r}, expected {_FORMAT}"
-            raise RegistryError(msg)
-        return manifest
+        return read_json_format(self.root / MANIFEST, _FORMAT, {"generation": 0, "versions": {}, "history": {}})
 
     @contextmanager
     def _locked(self) -> Iterator[dict[str, Any]]:
@@ -296,6 +289,21 @@ def _check_meta(bundle: Path, meta: Mapping[str, Any], hashes: Mapping[str, str]
         msg = f"bundle {str(bundle)!r}: ONNX files do not match the sha256 in meta.json (corrupt or edited bundle)"
         raise RegistryError(msg)
 
+
+
+def read_json_format(path: Path, fmt: int, empty: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON object at ``path`` with ``"format": fmt`` (``empty`` with that format when there is no file).
+
+    Raises:
+        RegistryError: the file's ``format`` is another one (the message names the file, field and both values).
+    """
+    if not path.exists():
+        return {"format": fmt, **empty}
+    value: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    if value.get("format") != fmt:
+        msg = f"{path}: field 'format': got {value.get('format')!r}, expected {fmt}"
+        raise RegistryError(msg)
+    return value
 
 
 def write_json_atomic(directory: Path, name: str, value: Mapping[str, Any]) -> None:

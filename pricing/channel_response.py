@@ -52,7 +52,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from events.models import CHANNELS
-from pricing.price_response import PriceResponse
+from pricing.price_response import PriceResponse, frame_column, frame_day_of_year
 
 CHANNEL_MIN_ROWS = 150
 """Labelled views a channel needs (with ``CHANNEL_MIN_BOOKINGS`` bookings) before its offset is fitted."""
@@ -76,8 +76,8 @@ def fit_channel_offsets(frame: pd.DataFrame, response: PriceResponse | None) -> 
     base = frame["base_rate"].to_numpy(dtype=np.float64)
     y = frame["booked"].to_numpy(dtype=np.float64)
     code = frame["channel_code"].to_numpy(dtype=np.float64)
-    lead = _column(frame, "lead_time_days")
-    doy = _day_of_year(frame)
+    lead = frame_column(frame, "lead_time_days")
+    doy = frame_day_of_year(frame)
     ok = np.isfinite(price) & np.isfinite(base) & (price > 0) & (base > 0) & np.isfinite(y) & np.isfinite(code)
     x = np.log(price[ok] / base[ok])
     z = np.array(
@@ -143,16 +143,3 @@ def _opt(v: float) -> float | None:
 
 def _opt_int(v: float) -> int | None:
     return int(v) if math.isfinite(v) else None
-
-
-def _column(frame: pd.DataFrame, name: str) -> npt.NDArray[np.float64]:
-    if name not in frame.columns:
-        return np.full(len(frame), np.nan)
-    return np.asarray(pd.to_numeric(frame[name], errors="coerce"), dtype=np.float64)
-
-
-def _day_of_year(frame: pd.DataFrame) -> npt.NDArray[np.float64]:
-    if "stay_date" not in frame.columns:
-        return np.full(len(frame), np.nan)
-    days = pd.to_datetime(frame["stay_date"], errors="coerce").dt.dayofyear
-    return np.asarray(days.astype("float64"), dtype=np.float64)

@@ -171,8 +171,8 @@ def fit_price_response(frame: pd.DataFrame, *, lead: bool = True, season: bool =
     base = frame["base_rate"].to_numpy(dtype=np.float64)
     y = frame["booked"].to_numpy(dtype=np.float64)
     w = frame["weight"].to_numpy(dtype=np.float64) if "weight" in frame.columns else np.ones(len(y))
-    lead_days = _column(frame, "lead_time_days")
-    doy = _day_of_year(frame)
+    lead_days = frame_column(frame, "lead_time_days")
+    doy = frame_day_of_year(frame)
     ok = np.isfinite(price) & np.isfinite(base) & (price > 0) & (base > 0) & np.isfinite(y) & np.isfinite(w)
     x, y, w = np.log(price[ok] / base[ok]), y[ok], w[ok]
     if len(y) < MIN_ROWS or y.sum() <= 0 or np.ptp(x) <= 0.05 or w.sum() <= 0:
@@ -223,13 +223,15 @@ def _maximise(
     return np.asarray(fit.x, dtype=np.float64) if np.all(np.isfinite(fit.x)) else None
 
 
-def _column(frame: pd.DataFrame, name: str) -> npt.NDArray[np.float64]:
+def frame_column(frame: pd.DataFrame, name: str) -> npt.NDArray[np.float64]:
+    """``frame[name]`` as floats (unparsable values and a missing column: NaN)."""
     if name not in frame.columns:
         return np.full(len(frame), np.nan)
     return np.asarray(pd.to_numeric(frame[name], errors="coerce"), dtype=np.float64)
 
 
-def _day_of_year(frame: pd.DataFrame) -> npt.NDArray[np.float64]:
+def frame_day_of_year(frame: pd.DataFrame) -> npt.NDArray[np.float64]:
+    """The day of year of ``frame["stay_date"]`` as floats (NaN where unparsable or missing)."""
     if "stay_date" not in frame.columns:
         return np.full(len(frame), np.nan)
     days = pd.to_datetime(frame["stay_date"], errors="coerce").dt.dayofyear

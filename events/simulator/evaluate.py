@@ -255,11 +255,17 @@ def run_policy(
 
 def _expected(market: Market, view: Record) -> float:
     """price x P(book | segment, channel, price) x the segment's mean rooms x nights, under the truth."""
-    h, r = market.hotel_index(view.hotel_id), market.room_index(view.room_type)  # type: ignore[attr-defined]
-    o, ts = view.stay_date.toordinal(), view.event_time.timestamp()  # type: ignore[attr-defined]
-    s, price = market.segment_index(view.segment), view.price_shown  # type: ignore[attr-defined]
-    p = market.prob(h, r, o, ts, price, s, view.channel, market.comp_median(h, r, o, ts))  # type: ignore[attr-defined]
-    return float(price * p * market.seg_weight[s])
+    return _value(market, view.hotel_id, view.room_type, view.stay_date, view.event_time,  # type: ignore[attr-defined]
+                  view.segment, view.channel, view.price_shown, 0.0)  # type: ignore[attr-defined]
+
+
+def _value(market: Market, hotel: str, room: str, stay: date, at: datetime, segment: str, channel: str,
+           price: float, bid: float) -> float:
+    """P(book | price) x (price - bid) x the segment's mean rooms x nights, under the truth."""
+    h, r, o, ts = market.hotel_index(hotel), market.room_index(room), stay.toordinal(), at.timestamp()
+    s = market.segment_index(segment)
+    p = market.prob(h, r, o, ts, price, s, channel, market.comp_median(h, r, o, ts))  # type: ignore[arg-type]
+    return float((price - bid) * p * market.seg_weight[s])
 
 
 def _named(cb: Callable[[str, datetime, int], None], name: str) -> Callable[[datetime, int], None]:
@@ -279,10 +285,8 @@ def offer_value(market: Market, offer: Offer, price: float, *, bid: float = 0.0)
     ``bid`` is an opportunity cost per room-night (e.g. :meth:`DPOracle.bid_price` at the offer); with
     ``bid`` 0 this is the offer's expected revenue, the term :class:`DayAccumulator` adds for its view.
     """
-    h, r = market.hotel_index(offer.hotel_id), market.room_index(offer.room_type)
-    o, ts, s = offer.stay_date.toordinal(), offer.at.timestamp(), market.segment_index(offer.segment)
-    p = market.prob(h, r, o, ts, price, s, offer.channel, market.comp_median(h, r, o, ts))
-    return float((price - bid) * p * market.seg_weight[s])
+    return _value(market, offer.hotel_id, offer.room_type, offer.stay_date, offer.at, offer.segment, offer.channel,
+                  price, bid)
 
 
 class NetValueRecorder:
