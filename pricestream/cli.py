@@ -407,15 +407,19 @@ def demo(
     days: Annotated[int, typer.Option(envvar="PRICESTREAM_DEMO_DAYS", min=1, help="simulated days")] = 3,
     hotels: Annotated[int, typer.Option(envvar="PRICESTREAM_DEMO_HOTELS", min=1)] = 8,
     seed: Annotated[int | None, typer.Option(envvar="PRICESTREAM_SEED")] = None,
+    market: Annotated[str, typer.Option(envvar="PRICESTREAM_DEMO_MARKET",
+                                        help="simulated market: resort, city (calibrated presets) or flat")] = "city",
 ) -> None:
     """End to end on the local stack: events, features, scoring, feedback; prints a summary and a plot."""
-    from pricestream.demo import run_demo
+    from pricestream.demo import MARKETS, run_demo
 
+    if market not in MARKETS:
+        fail(f"--market / PRICESTREAM_DEMO_MARKET: {market!r} is not a market; expected one of {', '.join(MARKETS)}")
     s = settings()
     with progress_bar("demo", total=None) as bar:
         task = bar.task_ids[0]
         report = run_demo(
-            s, days=days, hotels=hotels, seed=s.seed if seed is None else seed,
+            s, days=days, hotels=hotels, seed=s.seed if seed is None else seed, market=market,
             on_progress=lambda message: bar.update(task, description=message),
         )
     lines = report.summary_lines(revenue=_demo_revenue(report, hotels=hotels, seed=s.seed if seed is None else seed))
@@ -429,12 +433,12 @@ def _demo_revenue(report: DemoReport, *, hotels: int, seed: int) -> RevenueLines
     """The demo's revenue lines with the comparison on its own shoppers (rules only, the DP oracle)."""
     from functools import partial
 
-    from events.simulator import Market, MarketConfig
-    from pricestream.demo import revenue_lines
+    from pricestream.demo import demo_market, revenue_lines
 
-    out.print("comparing the run's shoppers against rules only and the DP oracle (in-process)")
+    out.print(f"comparing the run's shoppers on the {report.market} market against rules only and the DP oracle "
+              "(in-process)")
     rules = None if report.state_dir is None else report.state_dir / "rules.yaml"
-    market = Market(MarketConfig(hotels=hotels, seed=seed))  # the run's market: its truth depends on these alone
+    market = demo_market(report.market, hotels=hotels, seed=seed)  # the run's market, rebuilt
     return partial(revenue_lines, market=market, seed=seed, rules_file=rules, dp=report.dp)
 
 

@@ -47,7 +47,7 @@ import pandas as pd
 from events.admin import create_topics
 from events.models import PricingRequest, Record, dumps
 from events.producer import Producer
-from events.simulator import DPOracle, Market, MarketConfig, Offer, Simulation, static_policy, training_frame
+from events.simulator import DPOracle, Market, Offer, Simulation, static_policy, training_frame
 from events.simulator import oracle_policy as oracle
 from events.simulator.evaluate import DayAccumulator, NetValueRecorder, simulate_days
 from features.snapshots import freeze
@@ -77,7 +77,22 @@ _GUARD_TOLERANCE = 0.01
 # sds, shrinking as days accumulate). 4 sds lets those through and still stops injected rows from
 # another distribution, which move a mean by several times that.
 _MAX_FEATURE_SHIFT = 4.0
-_BAND = (0.85, 1.3)  # floor and ceiling as multiples of a room's reference price
+MARKETS = ("resort", "city", "flat")
+"""Markets the demo runs (:mod:`events.simulator.presets`): the calibrated ``resort`` and ``city``, and ``flat``."""
+DEFAULT_MARKET = "city"
+"""``pricestream demo``'s market when none is named (``--market``, ``PRICESTREAM_DEMO_MARKET``)."""
+_BAND = (0.25, 4.0)
+"""Floor and ceiling as multiples of a room's reference price: bench/revenue.py's band. The reference is the year's
+level; the calibrated resort's willingness to pay swings 3.9x over a year, so a 0.85-1.3 band (the demo's until
+2 December 2026) kept every policy but static and the oracles near the reference in any month."""
+_PARITY_MODE = "not_below"
+"""The OTA/GDS parity rule as bench/revenue.py sets it (``ChannelParityRule.mode``): not below the direct price. As
+shipped (``band``) it pins every OTA and GDS request, most shoppers of both presets, to the rules price +-3%."""
+_WARMUP_DAYS = 7
+"""Days of history at the static price before the first priced day: the 7-day windows of the features are full
+(one day left them far from the training snapshot's state, see ``_MAX_FEATURE_SHIFT``)."""
+_YEAR_SEARCHES = 20_000
+"""Searches sampled from the market's year for the bid forecast's booking curve (as bench/revenue.py measures it)."""
 # Shown prices are drawn within +-5% of the chosen one (serve's exploration, propensity logged):
 # without it every price the loop learns from is a function of the features it also learns from,
 # and updates mistake one for the other. About 0.3% of revenue near the optimum.
@@ -99,6 +114,8 @@ _FEEDBACK_WAIT_S = 180.0
 _FOLLOW_WAIT_S = 10.0  # serve follows the rollout file within its follow interval (200 ms)
 
 Progress = Callable[[str], None]
+_NET_MEANS = ("each offer's expected revenue less the DP oracle's bid price of the room-nights it may take: "
+              "a sale now is charged what the room would fetch from later shoppers")
 RevenueLines = Callable[[pd.DataFrame], list[str]]
 """Hook: the revenue comparison of a run's per-day frame as report lines (see :func:`revenue_lines`)."""
 
@@ -107,7 +124,12 @@ def revenue_lines(
     f: pd.DataFrame, *, market: Market | None = None, seed: int | None = None, rules_file: Path | None = None,
     dp: DPOracle | None = None,
 ) -> list[str]:
-    """Booked and expected revenue of the run against the static price and the oracle.
+    """The run's revenue against the static price and the myopic oracle: net of the rooms' value, booked, expected.
+
+    Net of the rooms' value comes first (when ``f`` has the ``*_net`` columns): over a window of a few days
+    it is the measure that credits a room kept for a later shopper; booked and expected revenue count
+    only the bookings taken in the window, where a capacity-aware pricer (and the DP oracle) looks worse
+    than a price that sells rooms now.
 
     The hook of the report: pass another :data:`RevenueLines` to :meth:`DemoReport.summary_lines`.
     With the run's ``market``, ``seed`` and ``rules_file`` (``pricestream demo`` passes them), the
@@ -115,14 +137,20 @@ def revenue_lines(
     (:func:`pricestream.demo_revenue.comparison_lines`); ``dp`` is the run's DP oracle
     (:attr:`DemoReport.dp`), whose bid prices valued the rooms of the run's own offers.
     """
-    total, static, best = f.policy.sum(), f.static.sum(), f.oracle.sum()
-    e_total, e_static, e_best = f.policy_expected.sum(), f.static_expected.sum(), f.oracle_expected.sum()
-    lines = [
-        f"revenue: pricestream {total:,.0f} vs static {static:,.0f} ({(total / static - 1) * 100:+.1f}%) "
-        f"vs oracle {best:,.0f} ({total / best * 100:.1f}% of the best possible)",
-        "expected revenue of the offers shown (the truth's expectation: no booking-lottery noise): "
-        f"pricestream {e_total:,.0f} vs static {e_static:,.0f} ({(e_total / e_static - 1) * 100:+.1f}%) "
-        f"vs oracle {e_best:,.0f} ({e_total / e_best * 100:.1f}%)",
+    def versus(what: str, cols: tuple[str, str, str]) -> str:
+        mine, static, best = (f[c].sum() for c in cols)
+        return (f"{what}: pricestream {mine:,.0f} vs static {static:,.0f} ({(mine / static - 1) * 100:+.1f}%) "
+                f"vs myopic oracle {best:,.0f} ({mine / best * 100:.1f}%)")
+
+    lines = []
+    if {"policy_net", "static_net", "oracle_net"} <= set(f.columns):
+        lines.append(versus(f"net of the rooms' value, the window's yardstick ({_NET_MEANS})",
+                            ("policy_net", "static_net", "oracle_net")))
+    lines += [
+        versus(f"booked revenue of the bookings taken in these {len(f)} days (a room kept for a later shopper "
+               "counts nothing)", ("policy", "static", "oracle")),
+        versus("expected revenue of the offers shown (the truth's expectation: no booking-lottery noise)",
+               ("policy_expected", "static_expected", "oracle_expected")),
     ]
     if market is not None and seed is not None and rules_file is not None and len(f):
         from pricestream.demo_revenue import comparison_lines
@@ -131,6 +159,13 @@ def revenue_lines(
         rules = RuleSet.from_yaml(rules_file.read_text(encoding="utf-8"))
         lines += comparison_lines(f, market=market, seed=seed, rules=rules, dp=dp)
     return lines
+
+
+def _net_of(r: Any) -> str:
+    """A per-day line's net of the rooms' value (:func:`revenue_lines`), when the day has it."""
+    if getattr(r, "policy_net", None) is None:
+        return ""
+    return f"; net of the rooms' value {r.policy_net:,.0f} / {r.static_net:,.0f} / {r.oracle_net:,.0f}"
 
 
 @dataclass
@@ -154,10 +189,12 @@ class DemoReport:
     plot_path: Path | None = None
     csv_path: Path | None = None
     bid_forecast: str | None = None
-    """What the bid price's forecast was measured from (the warm-up day) and what it found."""
+    """What the bid price's forecast was measured from (the warm-up days, the market's year) and what it found."""
     dp: DPOracle | None = field(default=None, repr=False)
     """The run's DP oracle (its nights and horizon): its bid prices value the rooms of every policy's offers
     (the frame's ``<policy>_net`` columns); the comparison's DP row reuses it."""
+    market: str = DEFAULT_MARKET
+    """The market the run simulated (:data:`MARKETS`); :func:`demo_market` rebuilds it."""
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame(self.days)
@@ -165,8 +202,8 @@ class DemoReport:
     def summary_lines(self, revenue: RevenueLines | None = None) -> list[str]:
         f = self.frame()
         lines = [
-            f"{r.day}: pricestream {r.policy:,.0f}  static {r.static:,.0f}  oracle {r.oracle:,.0f}  "
-            f"(decisions {r.decisions}, model {r.model})"
+            f"{r.day}: pricestream {r.policy:,.0f}  static {r.static:,.0f}  myopic oracle {r.oracle:,.0f}  "
+            f"booked{_net_of(r)} (decisions {r.decisions}, model {r.model})"
             for r in f.itertuples()
         ]
         lines += (revenue or revenue_lines)(f)
@@ -178,6 +215,7 @@ class DemoReport:
         lines += [f"  rollout {step}" for step in self.rollouts]
         if self.bid_forecast is not None:
             lines.append(f"bid price forecast: {self.bid_forecast}")
+        lines.append(f"market: {self.market} (events.simulator.presets)")
         stopped = "every process stopped cleanly" if not self.unclean else f"unclean stops: {self.unclean}"
         lines.append(f"deployment: {self.state_dir} ({stopped})")
         if self.plot_path is not None:
@@ -209,21 +247,40 @@ class _Run:
         return ModelRegistry(self.settings.registry())
 
 
+def demo_market(name: str, *, hotels: int, seed: int) -> Market:
+    """The demo's market ``name`` (:data:`MARKETS`) for ``hotels`` and ``seed``: its truth depends on these alone.
+
+    Raises:
+        UnknownKeyError: ``name`` is not a preset.
+    """
+    from events.simulator.presets import preset
+
+    return Market(preset(name, hotels=hotels, seed=seed))
+
+
 def run_demo(
-    settings: Settings, *, days: int = 3, hotels: int = 8, seed: int = 7, on_progress: Progress | None = None
+    settings: Settings,
+    *,
+    days: int = 3,
+    hotels: int = 8,
+    seed: int = 7,
+    market: str = DEFAULT_MARKET,
+    on_progress: Progress | None = None,
 ) -> DemoReport:
     """Run the closed loop for ``days`` simulated days on a fresh deployment; returns the report.
 
     Raises:
+        UnknownKeyError: ``market`` is not one of :data:`MARKETS` (before anything starts).
         DeploymentError: a process did not start or answer (the message names it and where its logs are).
     """
     say = on_progress or (lambda _msg: None)
+    simulated = demo_market(market, hotels=hotels, seed=seed)
     first = datetime.now(tz=UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    run = _start(settings, hotels=hotels, seed=seed, history=first - timedelta(days=1), say=say)
+    run = _start(settings, simulated, seed=seed, first=first, say=say)
     from pricestream.demo_revenue import run_oracle
 
     dp = run_oracle(run.market, first=first, days=days)
-    report = DemoReport(state_dir=run.settings.state_dir, bid_forecast=run.bid_forecast, dp=dp)
+    report = DemoReport(state_dir=run.settings.state_dir, bid_forecast=run.bid_forecast, market=market, dp=dp)
     try:
         _await_features(run, 0, say)  # the warm-up day's, published while the processes started
         for d in range(days):
@@ -264,25 +321,26 @@ def _service_env(reference: str) -> dict[str, str]:
     }
 
 
-def _start(settings: Settings, *, hotels: int, seed: int, history: datetime, say: Progress) -> _Run:
-    """Bootstrap models, rules and the bid forecast, start the deployment, publish the warm-up day; wait ready."""
+def _start(settings: Settings, market: Market, *, seed: int, first: datetime, say: Progress) -> _Run:
+    """Bootstrap models, rules and the bid forecast, start the deployment, publish the warm-up days; wait ready."""
     run_id = datetime.now(tz=UTC).strftime("%Y%m%d%H%M%S")
     work = settings.data_dir / "demo" / run_id
     run = _run_settings(settings, work, run_id)
-    market = Market(MarketConfig(hotels=hotels, seed=seed, start=datetime.now(tz=UTC)))
+    history = first - timedelta(days=_WARMUP_DAYS)
     create_topics(run.kafka())
-    say("training the bootstrap light and heavy models on simulated offers")
-    reference = _bootstrap(market, ModelRegistry(run.registry()), run.snapshots(), seed=seed)
+    say("training the bootstrap light and heavy models on 60 days of the market's offers before the warm-up")
+    reference = _bootstrap(market, ModelRegistry(run.registry()), run.snapshots(), seed=seed, before=history)
     market_rules(market, run.rules_file)
     warm = _warm_up(market, history, seed=seed - 1)
-    forecast = measure_bid_forecast(warm, work / _BID_FILE)
-    say(f"bid price forecast measured from the warm-up day: {forecast}")
+    forecast = measure_bid_forecast(warm, work / _BID_FILE, market=market, seed=seed)
+    say(f"bid price forecast: {forecast}")
     deployment = Deployment(run, extra_env=_service_env(reference))
     say(f"starting the pipeline's processes under supervisord ({run.state_dir / 'run' / 'logs'})")
     deployment.start()
     record_deployment(settings, run, reference=reference)  # `pricestream monitor report` finds this run
     try:
-        say(f"warm-up {history.date()}: a day of history at the static price, {len(warm)} events to Kafka")
+        say(f"warm-up from {history.date()}: {_WARMUP_DAYS} days of history at the static price, "
+            f"{len(warm)} events to Kafka")
         with Producer(run.acting_as("producer").kafka(), topic="behaviour.events") as events:  # as a booking engine
             for event in warm:  # Kafka keeps them until the feature job is up
                 events.send(event)
@@ -294,30 +352,65 @@ def _start(settings: Settings, *, hotels: int, seed: int, history: datetime, say
     return _Run(settings, deployment, market, http, reference, forecast)
 
 
-def measure_bid_forecast(events: list[Record], path: Path) -> str:
+def measure_bid_forecast(events: list[Record], path: Path, *, market: Market | None = None, seed: int = 0) -> str:
     """Measure the bid price's forecast from ``events`` (:func:`pricing.bid_history.measure`), write it to ``path``.
 
+    With the run's ``market``, what a hotel knows from last year replaces what a week cannot show
+    (:func:`year_forecast`): the booking curve over the market's horizon, each room type's share of
+    the searches and the cancellation share (a week's bookings have hardly started to cancel), and
+    whether a stay holds every night. Rooms and nights per booking stay the events' own.
     Returns a line saying what it was measured from and what it found (``serve`` loads ``path``).
     """
     from pricing.bid_history import measure
+    from pricing.bid_price import BidPriceConfig
 
     history = measure(events)
+    cfg, source = history.config, "the warm-up"
+    if market is not None:
+        cfg = BidPriceConfig.model_validate({**cfg.model_dump(), **year_forecast(market, seed=seed)})
+        source = "the warm-up (rooms, nights) and the market's year (curve, room shares, cancellations)"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(history.config.model_dump_json(indent=2) + "\n")
-    cfg = history.config
+    path.write_text(cfg.model_dump_json(indent=2) + "\n")
     shares = ", ".join(f"{name} {share:.2f}" for name, share in cfg.room_shares or ())
-    return (f"{history.searches} searches, {history.bookings} bookings, {history.cancellations} cancellations; "
-            f"horizon {cfg.horizon_days} days, room shares {shares}, {cfg.rooms_per_booking:.2f} rooms and "
-            f"{cfg.nights_per_booking:.2f} nights per booking, {cfg.cancel_share:.3f} of rooms cancelled -> {path}")
+    return (f"from {source}: {history.searches} searches, {history.bookings} bookings, "
+            f"{history.cancellations} cancellations; horizon {cfg.horizon_days} days, room shares {shares}, "
+            f"{cfg.rooms_per_booking:.2f} rooms and {cfg.nights_per_booking:.2f} nights per booking, "
+            f"{cfg.cancel_share:.3f} of rooms cancelled -> {path}")
 
 
-def _bootstrap(market: Market, registry: ModelRegistry, snapshots: Path, *, seed: int) -> str:
+def year_forecast(market: Market, *, seed: int) -> dict[str, Any]:
+    """The bid forecast's fields a year of the market's history gives, as bench/revenue.py measures them.
+
+    The curve is the lead time of a year of arrival nights' searches, sampled the way shoppers arrive
+    (a few weeks of searches mix the curve with the season); the cancellation share is the market's
+    measured rate (:func:`events.simulator.calibration.measure`).
+    """
+    import numpy as np
+
+    from events.simulator.calibration import _sample
+    from events.simulator.calibration import measure as calibrate
+    from pricing.bid_price import BookingCurve
+
+    _, room, _, ordinal, ts = _sample(market, _YEAR_SEARCHES, np.random.default_rng(seed))
+    leads = (np.array([market.checkin_ts(int(o)) for o in ordinal]) - ts) / 86_400.0
+    horizon = market.config.horizon_days
+    names = market.config.room_types
+    return {
+        "curve": BookingCurve.from_leads(leads.tolist(), horizon).cumulative, "horizon_days": horizon,
+        "room_shares": tuple((name, float(np.mean(room == i))) for i, name in enumerate(names)),
+        "cancel_share": min(calibrate(market, n=3000, seed=seed)["cancel_rate"], 0.9),
+        "stays_hold_nights": market.config.stays_hold_nights,
+    }
+
+
+def _bootstrap(market: Market, registry: ModelRegistry, snapshots: Path, *, seed: int, before: datetime) -> str:
     """Train, register and promote the first light and heavy models; returns their snapshot's id.
 
-    The trainer's guard validates candidates on the newest part of the snapshot; the serving model
-    must not have seen those rows, or it would win every comparison by memory.
+    They learn from the 60 days of offers ``before`` the history the demo publishes (the hotel's past,
+    as bench/revenue.py trains). The trainer's guard validates candidates on the newest part of the
+    snapshot; the serving model must not have seen those rows, or it would win every comparison by memory.
     """
-    frame = training_frame(market, n=_BOOTSTRAP_ROWS, seed=seed)
+    frame = training_frame(market, n=_BOOTSTRAP_ROWS, seed=seed, start=before - timedelta(days=60), days=60)
     frozen = frame.drop(columns=["true_prob"]).rename(columns={"event_time": "event_timestamp"})
     manifest = freeze(frozen, root=snapshots, as_of=datetime.now(tz=UTC), definitions_hash="simulator-bootstrap")
     older = frame.sort_values("event_time").iloc[: int(len(frame) * (1 - _GUARD_HOLDOUT))]
@@ -354,23 +447,28 @@ def market_rules(market: Market, path: Path) -> Path:
     """The rule set a revenue manager would write for these hotels, written to ``path``.
 
     The shipped example rules know nothing of the simulated hotels' price levels, so the demo
-    replaces their floors, ceilings and change limit with a band around each room's reference price.
+    replaces their floors, ceilings and change limit with a band around each room's reference price,
+    and sets the channel parity rule as the benchmark does (:data:`_PARITY_MODE`).
     """
     import yaml
 
     spec = market_rule_spec(market, band=_BAND, drop_kinds=frozenset({"floor", "ceiling", "max_change"}))
+    for rule in spec["rules"]:
+        if rule["kind"] == "channel_parity":
+            rule["mode"] = _PARITY_MODE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
 
 
 def _warm_up(market: Market, start: datetime, *, seed: int) -> list[Record]:
-    """One day of history at the static price (its events), so that the first priced day has features.
+    """:data:`_WARMUP_DAYS` of history at the static price (their events), so that the first priced day has features.
 
     A hotel that switches pricestream on has a booking history; without it the first
     day would be priced on an empty online store, unlike anything the models trained on.
     """
-    sim = Simulation(market, start=start, duration=timedelta(days=1), policy=static_policy(market), rng_seed=seed)
+    sim = Simulation(market, start=start, duration=timedelta(days=_WARMUP_DAYS), policy=static_policy(market),
+                     rng_seed=seed)
     return list(sim)
 
 

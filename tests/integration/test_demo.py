@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from infra.config import StackConfig
-from pricestream.demo import DemoReport, run_demo
+from pricestream.demo import DEFAULT_MARKET, DemoReport, run_demo
 from pricestream.deployment import free_ports, settings_env
 from pricestream.settings import Settings
 from pricing.audit import verify
@@ -27,6 +27,7 @@ def test_two_day_closed_loop_reports_revenue_labels_and_examples(stack: StackCon
                         http_port=free_ports("127.0.0.1", 1), ops_base_port=free_ports("127.0.0.1", 6))
     steps: list[str] = []
     report = run_demo(settings, days=2, hotels=3, seed=11, on_progress=steps.append)
+    assert report.market == DEFAULT_MARKET == "city"  # the demo runs a calibrated market unless told otherwise
 
     # every process of the deployment stopped cleanly, and every decision serve returned is audited, intact
     assert report.unclean == {}
@@ -69,23 +70,32 @@ def _bid_forecast_measured_from_the_warm_up(report: DemoReport, steps: list[str]
 
 
 def _comparison_replays_the_runs_shoppers(report: DemoReport, *, hotels: int, seed: int) -> None:
-    """``pricestream demo``'s comparison (rules only, the DP oracle) rebuilds the run's market from hotels and seed.
+    """``pricestream demo``'s comparison (rules only, the DP oracle) rebuilds the run's market from its name,
+    hotels and seed.
 
     It must price the very shoppers of the run: the static price on the rebuilt market's day 0 books exactly
-    the run's static revenue, and the table's static and myopic rows are the run's own figures.
+    the run's static revenue (the flat market's shoppers do not), and the table's static and myopic rows are
+    the run's own figures.
     """
     from datetime import UTC, datetime
 
-    from events.simulator import Market, MarketConfig, static_policy
+    from events.simulator import static_policy
     from events.simulator.evaluate import simulate_days
     from pricestream.cli import _demo_revenue
+    from pricestream.demo import demo_market
 
     frame = report.frame()
     day0 = frame.day[0]
-    again = simulate_days(Market(MarketConfig(hotels=hotels, seed=seed)), static_policy(Market(MarketConfig(
-        hotels=hotels, seed=seed))), days=1, start=datetime(day0.year, day0.month, day0.day, tzinfo=UTC), seed=seed)
-    assert abs(again.days[0].revenue - frame.static[0]) < 1e-6
+    start = datetime(day0.year, day0.month, day0.day, tzinfo=UTC)
+
+    def static_day0(name: str) -> float:
+        market = demo_market(name, hotels=hotels, seed=seed)
+        return simulate_days(market, static_policy(market), days=1, start=start, seed=seed).days[0].revenue
+
+    assert abs(static_day0(report.market) - frame.static[0]) < 1e-6
+    assert abs(static_day0("flat") - frame.static[0]) > 1.0
     lines = report.summary_lines(revenue=_demo_revenue(report, hotels=hotels, seed=seed))
+    assert f"market: {report.market} (events.simulator.presets)" in lines
     rows = {name: line.split()[len(name.split()):] for line in lines for name in
             ("pricestream", "static", "rules only", "myopic oracle", "DP oracle") if line.startswith(f"  {name} ")}
     assert len(rows) == 5, lines

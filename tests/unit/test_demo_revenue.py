@@ -60,7 +60,8 @@ def test_the_comparison_replays_the_runs_days_on_the_same_shoppers(tmp_path: Pat
     rules_file = tmp_path / "rules.yaml"
     rules_file.write_text(RULES)
     lines = revenue_lines(f, market=market, seed=5, rules_file=rules_file)
-    assert len(revenue_lines(f)) == 2 and lines[:2] == revenue_lines(f)
+    assert len(revenue_lines(f)) == 3 and lines[:3] == revenue_lines(f)
+    assert lines[0].startswith("net of the rooms' value") and "(+1.0%)" in lines[0]  # _frame's policy_net
     dp_line = next(line for line in lines if line.strip().startswith("DP oracle"))
     assert dp_line.split()[3] == "1.000"
     static_line = next(line for line in lines if line.strip().startswith("static"))
