@@ -97,6 +97,12 @@ _YEAR_SEARCHES = 20_000
 # without it every price the loop learns from is a function of the features it also learns from,
 # and updates mistake one for the other. About 0.3% of revenue near the optimum.
 _EXPLORE_BAND = 0.05
+# The shadow gate's flip (settings PRICESTREAM_ROLLOUT_*): at the service's 1% / 10% no update of the demo ever
+# left shadow (flip rates 0.22-0.46 in every run of 2 December): a retrain on a day's labels moves more than a tenth
+# of prices by 1%, less than the +-5% the shoppers already see from exploration. A flip is a move beyond that band,
+# and up to a quarter of inputs may flip; the KS and mean-shift gates still stop a systematic move, and the canary
+# and blend stages judge the candidate on its bookings and revenue.
+_MAX_FLIP_RATE = 0.25
 _GUARD_HOLDOUT = 0.2  # = feedback.continued's default validation_fraction
 # A simulated day is produced in one burst of seconds; with the job's 60 s default, partitions
 # that get no events (few hotels, more partitions) held the watermark back past the next day's
@@ -318,6 +324,8 @@ def _service_env(reference: str) -> dict[str, str]:
         "PRICESTREAM_TRAINER_GUARD_TOLERANCE": str(_GUARD_TOLERANCE),
         "PRICESTREAM_TRAINER_MAX_FEATURE_SHIFT": str(_MAX_FEATURE_SHIFT),
         "PRICESTREAM_REFERENCE": reference, "PRICESTREAM_REPLAY_REQUESTS": str(_GATE_REPLAY_N),
+        "PRICESTREAM_ROLLOUT_FLIP_THRESHOLD": str(_EXPLORE_BAND),
+        "PRICESTREAM_ROLLOUT_MAX_FLIP_RATE": str(_MAX_FLIP_RATE),
     }
 
 

@@ -146,6 +146,14 @@ class Settings(BaseSettings):
     """What the trainer does with a model that passed its gate: promote it now, or start a rollout of it."""
     canary_share: float = Field(default=0.05, gt=0.0, lt=1.0)
     rollout_min_samples: int = Field(default=30, ge=1)
+    rollout_flip_threshold: float = Field(default=0.01, gt=0.0)
+    """The shadow gate's flip: a candidate's price more than this (relative) from the live one on the same input."""
+    rollout_max_flip_rate: float = Field(default=0.10, ge=0.0, le=1.0)
+    """Most shadow inputs a candidate may flip (``routing.delivery.gates.flip_rate_gate``)."""
+    rollout_max_ks: float = Field(default=0.10, ge=0.0, le=1.0)
+    """Largest Kolmogorov-Smirnov distance between the two arms' prices in shadow."""
+    rollout_max_mean_shift: float = Field(default=0.03, ge=0.0)
+    """Largest mean relative price change of a candidate over the live model on the same inputs."""
     ops_host: str = "127.0.0.1"
     """Bind address of a stream service's ``/healthz`` and ``/metrics`` (``services run``, ``run``)."""
     ops_base_port: int = Field(default=9460, gt=0, lt=65000)
@@ -379,7 +387,10 @@ class Settings(BaseSettings):
         from routing.delivery import DeliveryConfig, GateLimits
 
         return DeliveryConfig(state_path=self.rollout(), canary_share=self.canary_share,
-                              limits=GateLimits(min_samples=self.rollout_min_samples))
+                              limits=GateLimits(min_samples=self.rollout_min_samples,
+                                                flip_threshold=self.rollout_flip_threshold,
+                                                max_flip_rate=self.rollout_max_flip_rate, max_ks=self.rollout_max_ks,
+                                                max_mean_shift=self.rollout_max_mean_shift))
 
     def features(self) -> FeaturesConfig:
         """Feature-store settings (Feast project, Redis, offline store, snapshots) under the data dir."""

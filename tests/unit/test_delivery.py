@@ -257,3 +257,30 @@ def test_corrupt_state_file_names_the_path(tmp_path: Path) -> None:
     with pytest.raises(StateFileError, match="rollout.json"):
         StateStore(path).load()
     assert list(tmp_path.iterdir()) == [path]  # no temp files left behind by saves
+
+
+def test_the_shadow_gates_limits_are_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """PRICESTREAM_ROLLOUT_* reach the gates: a candidate moving a fifth of prices by 3% fails the default flip gate
+    (1%, at most 10% flipped) and passes one whose flip is a move beyond the demo's 5% band, a quarter allowed."""
+    from pricestream.settings import Settings
+    from routing.delivery.gates import flip_rate_gate
+
+    incumbent = np.full(200, 100.0)
+    candidate = incumbent.copy()
+    candidate[:40] *= 1.03
+    monkeypatch.setenv("PRICESTREAM_STATE_DIR", str(tmp_path))
+    default = Settings().delivery().limits
+    assert not flip_rate_gate(incumbent, candidate, limits=default).passed
+    monkeypatch.setenv("PRICESTREAM_ROLLOUT_FLIP_THRESHOLD", "0.05")
+    monkeypatch.setenv("PRICESTREAM_ROLLOUT_MAX_FLIP_RATE", "0.25")
+    monkeypatch.setenv("PRICESTREAM_ROLLOUT_MAX_KS", "0.2")
+    monkeypatch.setenv("PRICESTREAM_ROLLOUT_MAX_MEAN_SHIFT", "0.04")
+    limits = Settings().delivery().limits
+    got = (limits.flip_threshold, limits.max_flip_rate, limits.max_ks, limits.max_mean_shift)
+    assert got == (0.05, 0.25, 0.2, 0.04)
+    assert flip_rate_gate(incumbent, candidate, limits=limits).passed
+    candidate[:60] = 106.0  # 30% now moved beyond the band
+    assert not flip_rate_gate(incumbent, candidate, limits=limits).passed
+    monkeypatch.setenv("PRICESTREAM_ROLLOUT_MAX_FLIP_RATE", "1.5")
+    with pytest.raises(ValueError, match="rollout_max_flip_rate"):
+        Settings()
