@@ -184,11 +184,13 @@ def scorer(
     rules_below: float | None = None,
     stay_bids: bool = True,
     last_rooms: str | None = None,
+    parity: str = PARITY_MODE,
 ) -> Scorer:
-    spec = market_rule_spec(market, band=BAND, drop_kinds=DROPPED_RULES)
+    dropped = DROPPED_RULES | ({"channel_parity"} if parity == "off" else set())
+    spec = market_rule_spec(market, band=BAND, drop_kinds=dropped)
     for rule in spec["rules"]:
         if rule["kind"] == "channel_parity":
-            rule["mode"] = PARITY_MODE
+            rule["mode"] = parity
         if rule["kind"] == "last_rooms" and last_rooms is not None:
             rule["action"] = last_rooms
     rules = RuleSet.from_yaml(yaml.safe_dump(spec, sort_keys=False))
@@ -372,6 +374,7 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                         rules_below=args.rules_below,
                         stay_bids=args.stay_bids != (policy_name == "stay_flipped"),
                         last_rooms=RULES_ONLY_LAST_ROOMS if policy_name == "rules" else args.last_rooms,
+                        parity=args.parity,
                     )
                     latencies: list[float] = []
                     policy = scorer_policy(s, source, latencies)
@@ -512,6 +515,12 @@ def main(argv: list[str] | None = None) -> None:
         default=False,
         help="price with the pooled response shifted per channel (BidPriceConfig.channel_response: intercept "
         "offsets fitted from the labels, shrunk toward the pool; pricing.channel_response); off by default",
+    )
+    parser.add_argument(
+        "--parity",
+        choices=("not_below", "band", "off"),
+        default=PARITY_MODE,
+        help="the OTA/GDS parity rule of the rules-only and model policies (off: dropped, as the oracles price)",
     )
     parser.add_argument("--covering-stays", action="store_true", help="BidPriceConfig.covering_stays")
     parser.add_argument(

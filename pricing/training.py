@@ -105,6 +105,20 @@ def load_boosters(bundle: str | Path) -> tuple[list[lgb.Booster], dict[str, Any]
     return boosters, meta
 
 
+def continuable(meta: Mapping[str, Any], tier: TierName) -> bool:
+    """Whether a bundle (its meta) can be continued as ``tier``: same tier, the tier's current columns.
+
+    A bundle trained before a column was added (``stay_day_of_year``, 3 December 2026) is retrained instead.
+
+    Example:
+        >>> continuable({"tier": "light", "columns": list(LIGHT_COLUMNS)}, "light")
+        True
+        >>> continuable({"tier": "light", "columns": list(LIGHT_COLUMNS[:-1])}, "light")
+        False
+    """
+    return meta.get("tier") == tier and tuple(meta.get("columns", ())) == _columns(tier)
+
+
 def read_meta(bundle: str | Path) -> dict[str, Any]:
     """Parsed ``meta.json`` of a bundle.
 
@@ -195,8 +209,13 @@ def train_bundle(
     init, parent = None, None
     if init_model is not None:
         init, parent_meta = load_boosters(init_model)
-        if parent_meta["tier"] != tier or tuple(parent_meta["columns"]) != columns:
+        if parent_meta["tier"] != tier:
             msg = f"init_model {init_model}: tier {parent_meta['tier']!r} does not match {tier!r}"
+            raise BundleError(msg)
+        if not continuable(parent_meta, tier):
+            missing = [c for c in columns if c not in parent_meta["columns"]]
+            msg = (f"init_model {init_model}: columns {list(parent_meta['columns'])} are not the {tier} tier's "
+                   f"(missing {missing}): a bundle from an older column set is retrained, not continued")
             raise BundleError(msg)
         parent = str(parent_meta["version"])
         config = config.model_copy(update={"n_members": len(init)})
