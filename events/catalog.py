@@ -155,17 +155,8 @@ def derive(values: dict[str, float | None]) -> dict[str, float | None]:
     values["look_to_book_7d"] = None if v7 is None or b7 is None else v7 / max(b7, 1.0)
     return values
 
-# Request-side inputs that every model sees next to the stored features. ``stay_day_of_year`` (1-366) is the stay
-# night's place in the year: the season a model cannot read from a few weeks of stream features (a model trained on
-# September-October at the resort quoted November's near nights 1.4-2.5x their true booking probability without it).
-REQUEST_FEATURES: tuple[str, ...] = (
-    "price",
-    "lead_time_days",
-    "nights",
-    "stay_dow",
-    "stay_day_of_year",
-    "channel_code",
-)
+# Request-side inputs that every model sees next to the stored features.
+REQUEST_FEATURES: tuple[str, ...] = ("price", "lead_time_days", "nights", "stay_dow", "channel_code")
 
 
 def view_of(feature: str) -> str:

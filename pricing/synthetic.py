@@ -67,7 +67,6 @@ def training_frame(n: int = 5000, *, seed: int = 0, elasticity: float = ELASTICI
     data["lead_time_days"] = rng.integers(0, 120, n).astype(float)
     data["nights"] = rng.integers(1, 6, n).astype(float)
     data["stay_dow"] = rng.integers(0, 7, n).astype(float)
-    data["stay_day_of_year"] = rng.integers(1, 366, n).astype(float)
     data["channel_code"] = rng.integers(0, 6, n).astype(float)
     frame = pd.DataFrame({name: data[name] for name in (*REQUEST_FEATURES, *ALL_FEATURES)})
     frame["base_rate"] = REFERENCE_PRICE  # the rules' base rate: one room type at one price level

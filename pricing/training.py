@@ -108,7 +108,7 @@ def load_boosters(bundle: str | Path) -> tuple[list[lgb.Booster], dict[str, Any]
 def continuable(meta: Mapping[str, Any], tier: TierName) -> bool:
     """Whether a bundle (its meta) can be continued as ``tier``: same tier, the tier's current columns.
 
-    A bundle trained before a column was added (``stay_day_of_year``, 3 December 2026) is retrained instead.
+    A bundle trained before a column was added to the tier is retrained instead.
 
     Example:
         >>> continuable({"tier": "light", "columns": list(LIGHT_COLUMNS)}, "light")

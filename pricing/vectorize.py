@@ -20,7 +20,7 @@ Example:
     ...                      event_time=datetime(2026, 12, 1, tzinfo=timezone.utc), channel="ota")
     >>> m = model_matrix(req, {"occupancy": 0.8}, np.array([90.0, 110.0]), columns=LIGHT_COLUMNS)
     >>> m.shape, m.dtype, m[:, 0].tolist(), float(m[0, 1])
-    ((2, 15), dtype('float32'), [90.0, 110.0], 23.0)
+    ((2, 14), dtype('float32'), [90.0, 110.0], 23.0)
     >>> req_features = {"occupancy": 0.8, "base_rate": 100.0}
     >>> m = model_matrix(req, req_features, np.array([90.0, 110.0]), columns=LIGHT_COLUMNS)
     >>> [round(float(v), 2) for v in m[:, LIGHT_COLUMNS.index("price_to_base_rate")]]
@@ -45,7 +45,6 @@ LIGHT_COLUMNS: tuple[str, ...] = (
     "price",
     "lead_time_days",
     "stay_dow",
-    "stay_day_of_year",
     "occupancy",
     "rooms_left",
     "bookings_24h",
@@ -89,7 +88,7 @@ def price_columns(columns: Sequence[str]) -> tuple[int, ...]:
 
     Example:
         >>> price_columns(LIGHT_COLUMNS)
-        (0, 13, 14)
+        (0, 12, 13)
     """
     return tuple(j for j, c in enumerate(columns) if c == "price" or c in PRICE_RATIOS)
 
@@ -104,13 +103,12 @@ def request_values(request: PricingRequest) -> dict[str, float]:
         >>> r = PricingRequest(hotel_id="h", room_type="r", stay_date=date(2026, 3, 2), nights=3,
         ...                    event_time=datetime(2026, 3, 1, tzinfo=timezone.utc))
         >>> request_values(r)
-        {'lead_time_days': 1.0, 'nights': 3.0, 'stay_dow': 0.0, 'stay_day_of_year': 61.0, 'channel_code': 0.0}
+        {'lead_time_days': 1.0, 'nights': 3.0, 'stay_dow': 0.0, 'channel_code': 0.0}
     """
     return {
         "lead_time_days": float(lead_time_days(request)),
         "nights": float(request.nights),
         "stay_dow": float(request.stay_date.weekday()),
-        "stay_day_of_year": float(request.stay_date.timetuple().tm_yday),
         "channel_code": CHANNEL_CODES[request.channel],
     }
 

@@ -44,7 +44,7 @@ Example:
 from __future__ import annotations
 
 import math
-from datetime import date, datetime
+from datetime import datetime
 
 import numpy as np
 import pandas as pd
@@ -124,7 +124,6 @@ def training_frame(
     data["lead_time_days"] = offers.lead_days.astype(float)
     data["nights"] = offers.nights.astype(float)
     data["stay_dow"] = np.array([float((o - 1) % 7) for o in offers.ordinal])  # ordinal 1 was a Monday
-    data["stay_day_of_year"] = np.array([float(date.fromordinal(int(o)).timetuple().tm_yday) for o in offers.ordinal])
     data["channel_code"] = np.array([_CHANNEL_CODE[c] for c in offers.channel])
     data["base_rate"] = offers.reference
     data["booked"] = booked

@@ -12,7 +12,7 @@ joiner's state is checkpointed with the offsets that transaction commits (see
 matches the committed output: no duplicate and no missing label.
 
 Decisions carry the pricing features but not the request side of the model
-matrix; the service adds ``lead_time_days``, ``stay_dow``, ``stay_day_of_year`` and ``channel_code``
+matrix; the service adds ``lead_time_days``, ``stay_dow`` and ``channel_code``
 (from the decision's own time, stay date and channel) to each decision's
 ``features`` before the join, so labels and training examples can be scored by
 the tier models without the original request. ``nights`` is not on a decision
@@ -85,7 +85,7 @@ from pricing.vectorize import request_values
 DECISIONS = "pricing.decisions"
 BEHAVIOUR = "behaviour.events"
 LABELS = "feedback.labels"
-_REQUEST_KEYS = ("lead_time_days", "stay_dow", "stay_day_of_year", "channel_code")
+_REQUEST_KEYS = ("lead_time_days", "stay_dow", "channel_code")
 log = logging.getLogger("pricestream.labels")
 
 

@@ -43,7 +43,6 @@ def _frame(seed: int, n: int, wtp: float) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     frame = pd.DataFrame(rng.uniform(0, 1, size=(n, len(LIGHT_COLUMNS))), columns=list(LIGHT_COLUMNS))
     frame["price"] = np.exp(rng.uniform(math.log(60.0), math.log(500.0), n))
-    frame["stay_day_of_year"] = rng.integers(1, 366, n).astype(float)  # noise, over its real range
     frame["base_rate"] = 150.0
     frame["booked"] = (rng.random(n) < 1 / (1 + (frame["price"] / wtp) ** 2.5)).astype(int)
     return frame

@@ -115,10 +115,10 @@ def test_a_bundle_from_an_older_column_set_is_not_continued(frame: pd.DataFrame,
     old = tmp_path / "old"
     shutil.copytree(light, old)
     meta = json.loads((old / META_FILE).read_text(encoding="utf-8"))
-    meta["columns"] = [c for c in meta["columns"] if c != "stay_day_of_year"]  # as trained before 3 December 2026
+    meta["columns"] = [c for c in meta["columns"] if c != "stay_dow"]  # as if trained before a column was added
     (old / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
     assert continuable(read_meta(light), "light") and not continuable(read_meta(old), "light")
-    with pytest.raises(BundleError, match=r"missing \['stay_day_of_year'\]"):
+    with pytest.raises(BundleError, match=r"missing \['stay_dow'\]"):
         train_bundle(frame, tmp_path / "x", tier="light", init_model=old)
 
 
