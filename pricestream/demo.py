@@ -89,7 +89,7 @@ _PARITY_MODE = "not_below"
 """The OTA/GDS parity rule as a hotel bound by a parity contract sets it (``ChannelParityRule.mode``): not below the
 direct price. As shipped (``band``) it pins every OTA and GDS request, most shoppers of both presets, to the rules
 price +-3%. ``bench/revenue.py`` prices without it by default (``--parity off``, as the oracles price); on the city
-from 1 November it costs pricestream 0.9 points of the DP (0.968 against 0.977, docs/revenue-management.md)."""
+from 1 November it costs pricestream about a point of the DP (0.966 against 0.977, docs/revenue-management.md)."""
 _WARMUP_DAYS = 7
 """Days of history at the static price before the first priced day: the 7-day windows of the features are full
 (one day left them far from the training snapshot's state, see ``_MAX_FEATURE_SHIFT``)."""
