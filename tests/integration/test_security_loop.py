@@ -51,9 +51,7 @@ def _settings(stack: StackConfig, state_dir: Path) -> Settings:
 def demo(secure_stack: StackConfig, tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, DemoReport]:
     """The demo's run once on the secure stack: the settings of its deployment and its report."""
     home = _settings(secure_stack, tmp_path_factory.mktemp("secure-demo"))
-    # the flat market: one day of the city at 3 hotels yields ~130 training examples, under the trainer's batch, so
-    # no update is made to check the trainer's principal with (the test is of the principals, not of revenue)
-    report = run_demo(home, days=1, hotels=3, seed=11, market="flat")
+    report = run_demo(home, days=1, hotels=3, seed=11)
     recorded = json.loads((home.data_dir / DEPLOYMENT_FILE).read_text())["settings"]
     assert report.state_dir is not None
     run = home.model_copy(update={"state_dir": report.state_dir, "topic_prefix": recorded["topic_prefix"],
