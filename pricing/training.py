@@ -105,20 +105,6 @@ def load_boosters(bundle: str | Path) -> tuple[list[lgb.Booster], dict[str, Any]
     return boosters, meta
 
 
-def continuable(meta: Mapping[str, Any], tier: TierName) -> bool:
-    """Whether a bundle (its meta) can be continued as ``tier``: same tier, the tier's current columns.
-
-    A bundle trained before a column was added to the tier is retrained instead.
-
-    Example:
-        >>> continuable({"tier": "light", "columns": list(LIGHT_COLUMNS)}, "light")
-        True
-        >>> continuable({"tier": "light", "columns": list(LIGHT_COLUMNS[:-1])}, "light")
-        False
-    """
-    return meta.get("tier") == tier and tuple(meta.get("columns", ())) == _columns(tier)
-
-
 def read_meta(bundle: str | Path) -> dict[str, Any]:
     """Parsed ``meta.json`` of a bundle.
 
@@ -212,10 +198,10 @@ def train_bundle(
         if parent_meta["tier"] != tier:
             msg = f"init_model {init_model}: tier {parent_meta['tier']!r} does not match {tier!r}"
             raise BundleError(msg)
-        if not continuable(parent_meta, tier):
+        if tuple(parent_meta["columns"]) != columns:
             missing = [c for c in columns if c not in parent_meta["columns"]]
             msg = (f"init_model {init_model}: columns {list(parent_meta['columns'])} are not the {tier} tier's "
-                   f"(missing {missing}): a bundle from an older column set is retrained, not continued")
+                   f"(missing {missing}): train it afresh (no init_model) on the tier's columns")
             raise BundleError(msg)
         parent = str(parent_meta["version"])
         config = config.model_copy(update={"n_members": len(init)})

@@ -38,7 +38,6 @@ Example:
 from __future__ import annotations
 
 import json
-import logging
 import os
 import pickle
 import shutil
@@ -66,10 +65,8 @@ from feedback.poisoning import PoisonConfig, PoisonGuard
 from feedback.registry import Entry, ModelRegistry
 from feedback.services.kafka_io import parse_record
 from pricing.models import DemandModelConfig
-from pricing.training import continuable, load_boosters, read_meta, train_bundle
+from pricing.training import load_boosters, train_bundle
 from pricing.vectorize import frame_matrix
-
-log = logging.getLogger("pricestream.trainer")
 
 EXAMPLES = "training.examples"
 CHECKPOINT = "trainer.ckpt"
@@ -285,10 +282,6 @@ class TrainerService(Step[TrainingExample]):
         out_dir = Path(tempfile.mkdtemp(dir=self.config.state_dir, prefix="bundle-"))
         try:
             init = current.path if chosen == "continued" else None
-            if init is not None and not continuable(read_meta(init), self.config.tier):
-                log.warning("live %s bundle %s has an older column set: retrained, not continued",
-                            self.config.tier, current.version)
-                init = None
             # snapshot rows carry no importance weight: they count once, as in the guarded update
             train_frame = train_frame.assign(weight=train_frame.get("weight", pd.Series(1.0, train_frame.index)))
             train_frame["weight"] = train_frame["weight"].fillna(1.0)
