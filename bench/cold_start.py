@@ -19,7 +19,11 @@ Per seed (common random numbers), the same shoppers are priced by
 * ``dp``: the DP oracle of ``bench/revenue.py`` (``events.simulator.DPOracle``) for every hotel;
 * ``staged``: the mature hotels by the pooled models, the new hotel in its stages;
 * ``rules_only``: the same, the new hotel by rules throughout (stage one held);
-* ``transfer_only``: the same, the new hotel by the pooled models from day 0, never refitted.
+* ``transfer_only``: the same, the new hotel by the pooled models from day 0, never refitted;
+* ``mature_self``: the control, the same new hotel as if it were mature: the stream holds its whole
+  history and every hotel is priced by light and heavy models trained on all hotels' 60 days, the new
+  one's included. Its share of DP is that hotel's own mature share on the same shoppers, so the ratio
+  of ``staged`` to it cancels what differs between hotels and between days (the third criterion below).
 
 Revenue per day of a hotel is that of the bookings it takes that day (any night),
 net of expected cancellations; with ``--measure net`` (the default) each booking is
@@ -31,7 +35,9 @@ revenue over its ``dp`` revenue that day (sums over seeds), and also over a trai
 ``TRAIL_DAYS`` window (a day holds a few bookings of one hotel). Days to 95%: the first
 day from which the trailing share stays at or above 0.95 x the mature share over the whole window;
 and, a second criterion that cancels day effects, the first day from which it stays at or above
-0.95 x the mature hotels' trailing share on the same days. In ``staged`` the new hotel's stage-two
+0.95 x the mature hotels' trailing share on the same days; and a third, paired one: from which day
+``staged``'s trailing share stays at or above 0.95 x ``mature_self``'s, the same hotel mature, on the same
+days and shoppers. In ``staged`` the new hotel's stage-two
 prices are explored (``--explore-band``, logged propensities, :mod:`pricing.exploration`) so that its
 labels identify its elasticity; its refit keeps the pooled price response (``--refit-price-response``).
 Writes a PNG (share by day per preset, the stages shaded). Last line: per preset, the
@@ -55,7 +61,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from revenue import DEFAULT_START, history, request_of, scorer
+from revenue import DEFAULT_START, history, request_of, scorer, scorer_policy
 from stream_features import AtRequestTime, StreamFeatures
 
 from events.models import PricingDecision, PricingRequest
@@ -86,7 +92,7 @@ TRAIL_DAYS = 3
 TARGET = 0.95
 GOAL_DAYS = 7
 """The goal's days: from day 7 on the new hotel's share of DP is to be 95% of the mature hotels' on the same days."""
-RUNS = ("static", "dp", "staged", "rules_only", "transfer_only")
+RUNS = ("static", "dp", "staged", "rules_only", "transfer_only", "mature_self")
 STAGED_AT = "staged@"
 """Run name prefix of ``staged`` with another ``--own-weights`` value (``staged@4``)."""
 ONBOARD = {"inventory": frozenset({"inventory", "competitor_rate"}), "none": frozenset()}
@@ -199,6 +205,9 @@ class Setup:
     new: str
     mature: tuple[str, ...]
     bundles: tuple[Path, Path]
+    """The pooled light and heavy bundles, trained on the mature hotels' rows."""
+    bundles_all: tuple[Path, Path]
+    """The same, trained on every hotel's rows, the new one's included (``mature_self``)."""
     pooled_frame: pd.DataFrame
     capacity: BidPriceConfig
     dp: DPOracle
@@ -222,18 +231,25 @@ def setup(name: str, args: argparse.Namespace, work: Path, say: Callable[[str], 
     hotels = market.config.hotel_ids
     new, mature = hotels[-1], tuple(hotels[:-1])
     t0 = time.perf_counter()
-    frame = training_frame(market, n=args.rows, seed=args.market_seed, start=start - timedelta(days=60), days=60)
+    frame = training_frame(
+        market, n=args.rows * len(hotels), seed=args.market_seed, start=start - timedelta(days=60), days=60
+    )
     pooled = frame[frame["hotel_id"] != new].reset_index(drop=True)
-    light = train_bundle(
-        pooled, work / "light", tier="light", seed=args.market_seed, config=DemandModelConfig(num_trees=60)
-    )
-    heavy = train_bundle(
-        pooled,
-        work / "heavy",
-        tier="heavy",
-        seed=args.market_seed,
-        config=DemandModelConfig(n_members=3, num_trees=120, bootstrap=True),
-    )
+
+    def bundles(rows: pd.DataFrame, where: str) -> tuple[Path, Path]:
+        light = train_bundle(
+            rows, work / f"light{where}", tier="light", seed=args.market_seed, config=DemandModelConfig(num_trees=60)
+        )
+        heavy = train_bundle(
+            rows,
+            work / f"heavy{where}",
+            tier="heavy",
+            seed=args.market_seed,
+            config=DemandModelConfig(n_members=3, num_trees=120, bootstrap=True),
+        )
+        return light.path, heavy.path
+
+    pooled_bundles, all_bundles = bundles(pooled, ""), bundles(frame, "-all")
     capacity = history(market, start, seed=10_000, method=args.bid_method)
     dp = DPOracle(
         market,
@@ -257,14 +273,16 @@ def setup(name: str, args: argparse.Namespace, work: Path, say: Callable[[str], 
         else None
     )
     say(
-        f"{name}: pooled models on {len(pooled)} rows of {len(mature)} mature hotels, DP solved "
+        f"{name}: pooled models on {len(pooled)} rows of {len(mature)} mature hotels (and on all {len(frame)} "
+        f"for mature_self), DP solved "
         f"({time.perf_counter() - t0:.0f}s); new hotel {new}"
     )
     return Setup(
         market,
         new,
         mature,
-        (light.path, heavy.path),
+        pooled_bundles,
+        all_bundles,
         pooled,
         capacity,
         dp,
@@ -291,8 +309,13 @@ def staged_policy(
     source = AtRequestTime(feats)
     read: FeatureSource = source
     if s.partial_windows:
-        read = PartialWindows(source, first_seen=lambda h: cold.first_seen(h), clock=lambda: source.now,
-                              prior_week=s.prior_week, min_days=s.min_days)
+        read = PartialWindows(
+            source,
+            first_seen=lambda h: cold.first_seen(h),
+            clock=lambda: source.now,
+            prior_week=s.prior_week,
+            min_days=s.min_days,
+        )
     pooled = scorer(s.market, source=read, bundles=s.bundles, capacity=s.capacity)  # type: ignore[arg-type]
     rules = scorer(s.market, source=read, bundles=None, capacity=s.capacity)  # type: ignore[arg-type]
     transfer = None
@@ -351,6 +374,14 @@ def staged_policy(
     return policy, on_event
 
 
+def mature_self_policy(s: Setup) -> tuple[Policy, Callable[[object], None]]:
+    """``mature_self``: every hotel, the new one too, priced by the models trained on all, on its whole history."""
+    feats = StreamFeatures()
+    source = AtRequestTime(feats)
+    pricer = scorer(s.market, source=source, bundles=s.bundles_all, capacity=s.capacity)
+    return scorer_policy(pricer, source), feats.add  # type: ignore[return-value]
+
+
 def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, list[Tally]]:
     extra = tuple(f"{STAGED_AT}{w:g}" for w in args.own_weights[1:])
     results: dict[str, list[Tally]] = {r: [] for r in (*RUNS, *extra)}
@@ -364,6 +395,8 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                     policy, on_event = static_policy(s.market), None
                 elif which == "dp":
                     policy, on_event = s.dp.policy(), None
+                elif which == "mature_self":
+                    policy, on_event = mature_self_policy(s)
                 elif which.startswith(STAGED_AT):  # the same new hotel, its refit weighted otherwise
                     policy, on_event = staged_policy(
                         s, "staged", seed, tally, own_weight=float(which.removeprefix(STAGED_AT))
@@ -401,6 +434,10 @@ class Summary:
     """First day from which the trailing share stays >= 95% of the mature hotels' trailing share on the same days."""
     totals: dict[str, float]
     """Run -> the new hotel's revenue over the window (sum over seeds)."""
+    self_trailing: np.ndarray
+    """``mature_self``'s trailing share per day: the same hotel, mature, on the same shoppers."""
+    days_to_target_self: int | None
+    """First day from which ``staged``'s trailing share stays >= 95% of ``self_trailing`` (the paired criterion)."""
     by_weight: dict[str, tuple[float, float, int | None, int | None]] = field(default_factory=dict)
     """``staged`` and each ``staged@W`` -> (window revenue, share of DP on the own days, days to 95% by both)."""
     seeds: dict[str, np.ndarray] = field(default_factory=dict)
@@ -418,7 +455,7 @@ def summarise(results: dict[str, list[Tally]], days: int, *, measure: str = "net
 
     dp_new, dp_mature = per_day("dp", new), per_day("dp", s.mature)
     mature_share = float(per_day("staged", s.mature).sum() / dp_mature.sum())
-    share = {w: per_day(w, new) / dp_new for w in ("static", "staged", "rules_only", "transfer_only")}
+    share = {w: per_day(w, new) / dp_new for w in ("static", "staged", "rules_only", "transfer_only", "mature_self")}
     staged = per_day("staged", new)
     trailing = _trailing(staged, dp_new)
     mature_trailing = _trailing(per_day("staged", s.mature), dp_mature)
@@ -438,7 +475,9 @@ def summarise(results: dict[str, list[Tally]], days: int, *, measure: str = "net
         ok = _trailing(revenue, dp_new) >= TARGET * mature
         return next((d for d in range(days) if ok[d:].all()), None)
 
+    self_trailing = _trailing(per_day("mature_self", new), dp_new)
     reach, reach_same = reached(staged, mature_share), reached(staged, mature_trailing)
+    reach_self = reached(staged, self_trailing)
     totals = {w: float(per_day(w, new).sum()) for w in RUNS}
     own_days = [d for d in range(days) if stage_of_day[d] == "own"]
     by_weight = {}
@@ -463,6 +502,8 @@ def summarise(results: dict[str, list[Tally]], days: int, *, measure: str = "net
         mature_trailing,
         reach_same,
         totals,
+        self_trailing,
+        reach_self,
         by_weight,
         per_seed(results, s, days, measure),
         measure,
@@ -484,6 +525,10 @@ def per_seed(results: dict[str, list[Tally]], s: Setup, days: int, measure: str)
             if len(span):
                 mine = total("staged", seed, new, span) / total("dp", seed, new, span)
                 out[name].append(mine / (total("staged", seed, s.mature, span) / total("dp", seed, s.mature, span)))
+        paired = (("share of itself mature, days 0-6", first), (f"share of itself mature, days {GOAL_DAYS}+", after))
+        for name, span in paired:
+            if len(span):  # the same hotel's DP revenue cancels: staged over mature_self on the same shoppers
+                out[name].append(total("staged", seed, new, span) / total("mature_self", seed, new, span))
         window = range(days)
         for other in ("static", "rules_only", "transfer_only"):
             out[f"staged vs {other}"].append(total("staged", seed, new, window) / total(other, seed, new, window) - 1)
@@ -519,13 +564,13 @@ def report(name: str, sm: Summary) -> str:
     )
     print(
         f"{'day':>3s} {'stage':8s} {'vs static':>9s} {'share':>6s} {f'{TRAIL_DAYS}d share':>8s} "
-        f"{'rules only':>10s} {'transfer only':>13s} {'static':>6s} {'mature 3d':>9s}"
+        f"{'rules only':>10s} {'transfer only':>13s} {'static':>6s} {'mature 3d':>9s} {'itself mature 3d':>16s}"
     )
     for d in range(sm.days):
         print(
             f"{d:3d} {sm.stage_of_day[d]:8s} {sm.vs_static[d]:+9.1%} {sm.share['staged'][d]:6.3f} "
             f"{sm.trailing[d]:8.3f} {sm.share['rules_only'][d]:10.3f} {sm.share['transfer_only'][d]:13.3f} "
-            f"{sm.share['static'][d]:6.3f} {sm.mature_trailing[d]:9.3f}"
+            f"{sm.share['static'][d]:6.3f} {sm.mature_trailing[d]:9.3f} {sm.self_trailing[d]:16.3f}"
         )
     t = sm.totals
     print(
@@ -544,14 +589,15 @@ def report(name: str, sm: Summary) -> str:
     for k, v in sm.seeds.items():
         mean, lo, hi = interval(v)
         print(f"per seed, {k}: mean {mean:.3f}, 95% interval [{lo:.3f}, {hi:.3f}]; " + " ".join(f"{x:.3f}" for x in v))
-    reach, same = (
+    reach, same, paired = (
         f"on day {d}" if d is not None else f"not within {sm.days} days"
-        for d in (sm.days_to_target, sm.days_to_target_same_day)
+        for d in (sm.days_to_target, sm.days_to_target_same_day, sm.days_to_target_self)
     )
     stages = ", ".join(f"{k} {v:.3f}" for k, v in sm.stage_share.items())
     return (
         f"{name} [{sm.measure}]: 95% of the mature share ({sm.mature_share:.3f}) reached {reach}; 95% of the mature "
-        f"hotels' share on the same days reached {same}; stage shares {stages}"
+        f"hotels' share on the same days reached {same}; 95% of its own share as a mature hotel (mature_self, "
+        f"paired) reached {paired}; stage shares {stages}"
     )
 
 
@@ -576,6 +622,14 @@ def plot(summaries: dict[str, Summary], path: Path) -> None:
         ax.plot(
             x, sm.mature_trailing, "-", color="k", lw=0.6, alpha=0.6, label=f"mature hotels ({TRAIL_DAYS}-day trailing)"
         )
+        ax.plot(
+            x,
+            sm.self_trailing,
+            "-",
+            color="tab:green",
+            lw=1.2,
+            label=f"the new hotel as if mature ({TRAIL_DAYS}-day trailing)",
+        )
         ax.axhline(TARGET * sm.mature_share, color="k", lw=0.8, ls="--", label="95% of mature")
         ax.set_title(f"{name}: share of the DP oracle by day (shaded: rules / transfer / own)", fontsize=9)
         ax.set_xlabel("day since the new hotel joined")
@@ -591,7 +645,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--days", type=int, default=10)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--hotels", type=int, default=3, help="hotels per preset: the last one is new")
-    parser.add_argument("--rows", type=int, default=12_000, help="training rows (the new hotel's are dropped)")
+    parser.add_argument(
+        "--rows",
+        type=int,
+        default=20_000,
+        help="training rows per hotel, as bench/revenue.py's (the pooled models drop the new hotel's)",
+    )
     parser.add_argument("--market-seed", type=int, default=0)
     parser.add_argument("--presets", nargs="+", default=["resort", "city"])
     parser.add_argument("--start", default=DEFAULT_START, help="day 0 (ISO-8601 with timezone)")
