@@ -409,6 +409,8 @@ def demo(
     seed: Annotated[int | None, typer.Option(envvar="PRICESTREAM_SEED")] = None,
     market: Annotated[str, typer.Option(envvar="PRICESTREAM_DEMO_MARKET",
                                         help="simulated market: resort, city (calibrated presets) or flat")] = "city",
+    train_every: Annotated[int, typer.Option(envvar="PRICESTREAM_DEMO_TRAIN_EVERY", min=1,
+                                             help="training examples per guarded update of the trainer")] = 150,
 ) -> None:
     """End to end on the local stack: events, features, scoring, feedback; prints a summary and a plot."""
     from pricestream.demo import MARKETS, run_demo
@@ -419,7 +421,7 @@ def demo(
     with progress_bar("demo", total=None) as bar:
         task = bar.task_ids[0]
         report = run_demo(
-            s, days=days, hotels=hotels, seed=s.seed if seed is None else seed, market=market,
+            s, days=days, hotels=hotels, seed=s.seed if seed is None else seed, market=market, train_every=train_every,
             on_progress=lambda message: bar.update(task, description=message),
         )
     lines = report.summary_lines(revenue=_demo_revenue(report, hotels=hotels, seed=s.seed if seed is None else seed))

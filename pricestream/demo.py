@@ -65,7 +65,7 @@ _LABEL_HORIZON_HOURS = 6.0  # short, so a simulated day yields labels the same d
 _SAMPLER_STRATEGY = "fisher"
 _SAMPLER_C = 1.3
 _SAMPLER_FLOOR = 0.05
-_TRAIN_EVERY = 150  # examples per guarded update: fewer and a LightGBM update is noise
+TRAIN_EVERY = 150  # examples per guarded update: fewer and a LightGBM update is noise
 # The guard validates on 4,000 snapshot rows, where a retrain on a day's few hundred examples lands
 # within a few thousandths of the live model either way (a trial run: 0.4674 vs 0.4649, rejected by
 # the default 0.002), so a two-day demo would often show no rollout at all. 0.01 still rejects a
@@ -273,9 +273,12 @@ def run_demo(
     hotels: int = 8,
     seed: int = 7,
     market: str = DEFAULT_MARKET,
+    train_every: int = TRAIN_EVERY,
     on_progress: Progress | None = None,
 ) -> DemoReport:
     """Run the closed loop for ``days`` simulated days on a fresh deployment; returns the report.
+
+    ``train_every``: training examples per guarded update of the trainer (``TRAIN_EVERY`` by default).
 
     Raises:
         UnknownKeyError: ``market`` is not one of :data:`MARKETS` (before anything starts).
@@ -284,7 +287,7 @@ def run_demo(
     say = on_progress or (lambda _msg: None)
     simulated = demo_market(market, hotels=hotels, seed=seed)
     first = datetime.now(tz=UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    run = _start(settings, simulated, seed=seed, first=first, say=say)
+    run = _start(settings, simulated, seed=seed, first=first, train_every=train_every, say=say)
     from pricestream.demo_revenue import run_oracle
 
     dp = run_oracle(run.market, first=first, days=days)
@@ -316,13 +319,13 @@ def _run_settings(settings: Settings, work: Path, run_id: str) -> Settings:
     })
 
 
-def _service_env(reference: str) -> dict[str, str]:
+def _service_env(reference: str, *, train_every: int = TRAIN_EVERY) -> dict[str, str]:
     """The services' own options for the demo (each is a ``PRICESTREAM_*`` variable of its command)."""
     return {
         "PRICESTREAM_JOB_STARTUP": "earliest-offset",
         "PRICESTREAM_LABEL_HORIZON_HOURS": str(_LABEL_HORIZON_HOURS),
         "PRICESTREAM_SAMPLER_STRATEGY": _SAMPLER_STRATEGY, "PRICESTREAM_SAMPLER_C": str(_SAMPLER_C),
-        "PRICESTREAM_SAMPLER_FLOOR": str(_SAMPLER_FLOOR), "PRICESTREAM_TRAINER_TRAIN_EVERY": str(_TRAIN_EVERY),
+        "PRICESTREAM_SAMPLER_FLOOR": str(_SAMPLER_FLOOR), "PRICESTREAM_TRAINER_TRAIN_EVERY": str(train_every),
         "PRICESTREAM_TRAINER_GUARD_TOLERANCE": str(_GUARD_TOLERANCE),
         "PRICESTREAM_TRAINER_MAX_FEATURE_SHIFT": str(_MAX_FEATURE_SHIFT),
         "PRICESTREAM_REFERENCE": reference, "PRICESTREAM_REPLAY_REQUESTS": str(_GATE_REPLAY_N),
@@ -331,7 +334,9 @@ def _service_env(reference: str) -> dict[str, str]:
     }
 
 
-def _start(settings: Settings, market: Market, *, seed: int, first: datetime, say: Progress) -> _Run:
+def _start(
+    settings: Settings, market: Market, *, seed: int, first: datetime, train_every: int, say: Progress
+) -> _Run:
     """Bootstrap models, rules and the bid forecast, start the deployment, publish the warm-up days; wait ready."""
     run_id = datetime.now(tz=UTC).strftime("%Y%m%d%H%M%S")
     work = settings.data_dir / "demo" / run_id
@@ -344,7 +349,7 @@ def _start(settings: Settings, market: Market, *, seed: int, first: datetime, sa
     warm = _warm_up(market, history, seed=seed - 1)
     forecast = measure_bid_forecast(warm, work / _BID_FILE, market=market, seed=seed)
     say(f"bid price forecast: {forecast}")
-    deployment = Deployment(run, extra_env=_service_env(reference))
+    deployment = Deployment(run, extra_env=_service_env(reference, train_every=train_every))
     say(f"starting the pipeline's processes under supervisord ({run.state_dir / 'run' / 'logs'})")
     deployment.start()
     record_deployment(settings, run, reference=reference)  # `pricestream monitor report` finds this run
