@@ -54,9 +54,12 @@ import time
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
+import pandas as pd
 import yaml
+from learning import LabelJoin, LoopTrainer
 from stream_features import AtRequestTime, StreamFeatures
 
 from events.models import PricingRequest
@@ -199,10 +202,7 @@ def scorer(
     rules = RuleSet.from_yaml(yaml.safe_dump(spec, sort_keys=False))
     light = heavy = None
     if bundles is not None:
-        stays = source if stay_bids else None
-        light, heavy = (
-            load_pricer(p, capacity=capacity, exploration=exploration, stay_features=stays) for p in bundles
-        )
+        light, heavy = pricers(bundles, capacity=capacity, exploration=exploration, stays=source if stay_bids else None)
     return Scorer(
         ScorerConfig(deadline_ms=DEADLINE_MS, stale_after_s=None),
         rules=rules,
@@ -211,6 +211,18 @@ def scorer(
         heavy=heavy,
         router=TieredRouter(_thresholds(rules_below)),
     )
+
+
+def pricers(
+    bundles: tuple[Path, Path],
+    *,
+    capacity: BidPriceConfig | None,
+    exploration: ExplorationConfig | None = None,
+    stays: AtRequestTime | None = None,
+) -> tuple[Any, Any]:
+    """The light and heavy pricers of ``bundles`` (``stays``: the source of a stay's later nights' bids)."""
+    light, heavy = (load_pricer(p, capacity=capacity, exploration=exploration, stay_features=stays) for p in bundles)
+    return light, heavy
 
 
 def _thresholds(rules_below: float | None) -> Thresholds | None:
@@ -256,16 +268,29 @@ def latency_line(latencies: list[float], pricers: tuple[object, ...]) -> str:
     return f"decision latency p50 {p50:.2f} ms p99 {p99:.2f} ms over {len(latencies)}; bid cache hits {share:.1%}"
 
 
+def history_frame(market: Market, *, start: datetime, rows: int, seed: int) -> pd.DataFrame:
+    """``rows`` offers of the 60 days before ``start`` with their outcomes: what the models train on."""
+    return training_frame(market, n=rows, seed=seed, start=start - timedelta(days=60), days=60)
+
+
 def train(
-    market: Market, *, start: datetime, rows: int, seed: int, work: Path, response: str = "both"
+    market: Market,
+    *,
+    start: datetime,
+    rows: int,
+    seed: int,
+    work: Path,
+    response: str = "both",
+    frame: pd.DataFrame | None = None,
 ) -> tuple[Path, Path]:
-    """A light and a heavy bundle on 60 days of the preset's history before ``start``.
+    """A light and a heavy bundle on 60 days of the preset's history before ``start`` (``frame``, if given).
 
     ``response`` (an experiment; the service fits ``both``): which terms of the pooled price response are
     fitted (``none``, ``lead``, ``season``, ``both``), or ``both_flat_season``: both fitted, the season term
     then dropped, so the quote sees the year's mean season.
     """
-    frame = training_frame(market, n=rows, seed=seed, start=start - timedelta(days=60), days=60)
+    if frame is None:
+        frame = history_frame(market, start=start, rows=rows, seed=seed)
     light = train_bundle(frame, work / "light", tier="light", seed=seed, config=DemandModelConfig(num_trees=60))
     heavy_cfg = DemandModelConfig(n_members=3, num_trees=120, bootstrap=True)
     heavy = train_bundle(frame, work / "heavy", tier="heavy", seed=seed, config=heavy_cfg)
@@ -307,13 +332,15 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
         f"in {time.perf_counter() - t0:.1f}s"
     )
     with tempfile.TemporaryDirectory(prefix="bench-revenue-") as tmp:
+        frame = history_frame(market, start=start, rows=args.rows * market.config.hotels, seed=args.market_seed)
         bundles = train(
             market,
             start=start,
-            rows=args.rows * market.config.hotels,
+            rows=len(frame),
             seed=args.market_seed,
             work=Path(tmp),
             response=args.response,
+            frame=frame,
         )
         capacity = history(
             market,
@@ -333,6 +360,7 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
         names += ("covering",) if args.compare_covering else ()
         names += ("stay_flipped",) if args.compare_stay_bids else ()
         names += ("fluid_bid",) if args.compare_fluid else ()
+        names += ("learning",) if args.learn_days else ()
         fluid = capacity.model_copy(update={"method": "fluid"})
         covering = capacity.model_copy(update={"covering_stays": not capacity.covering_stays})
         names = tuple(
@@ -386,8 +414,16 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                     )
                     latencies: list[float] = []
                     policy = scorer_policy(s, source, latencies)
+                on_event: Callable[[Any], None] = feats.add
+                if policy_name == "learning":
+                    loop = learning_loop(s, source, bundles, frame, capacity, Path(tmp) / f"loop-{seed}", seed, args)
+                    policy, on_event = loop.policy, loop.on_event
                 # run_window hands on every record as `object`; StreamFeatures.add takes the records it emits
-                out = run(market, policy, start=start, days=args.days, seed=seed, on_event=feats.add)  # type: ignore[arg-type]
+                out = run(market, policy, start=start, days=args.days, seed=seed, on_event=on_event)
+                if policy_name == "learning":
+                    say(f"{name} seed {seed} learning   {loop.trainer.accepted} updates accepted")
+                    for line in loop.trainer.log:
+                        say(f"{name} seed {seed} learning   {line}")
                 results[policy_name].append(out)
                 say(
                     f"{name} seed {seed} {policy_name:11s} revenue {out.revenue:12,.0f} occupancy "
@@ -401,9 +437,54 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                     "covering",
                     "stay_flipped",
                     "fluid_bid",
+                    "learning",
                 ):
                     say(f"{name} seed {seed} {policy_name:11s} {latency_line(latencies, (s.light, s.heavy))}")
     return results
+
+
+class Loop(NamedTuple):
+    """The ``learning`` policy: pricestream, its decisions joined to outcomes, its bundles updated as it runs."""
+
+    policy: Policy
+    on_event: Callable[[Any], None]
+    trainer: LoopTrainer
+
+
+def learning_loop(
+    s: Scorer,
+    source: AtRequestTime,
+    bundles: tuple[Path, Path],
+    frame: pd.DataFrame,
+    capacity: BidPriceConfig,
+    work: Path,
+    seed: int,
+    args: argparse.Namespace,
+) -> Loop:
+    """``s`` (pricestream's scorer) learning from its own outcomes every ``--learn-days`` (``bench/learning.py``)."""
+    stays = source if args.stay_bids else None
+
+    def swap(light: Path, heavy: Path) -> None:
+        new_light, new_heavy = pricers((light, heavy), capacity=capacity, stays=stays)
+        s.swap_models(light=new_light, heavy=new_heavy)
+
+    trainer = LoopTrainer(bundles, frame, work, every=timedelta(days=args.learn_days), seed=seed, on_update=swap)
+    join = LabelJoin(trainer.learn)
+
+    def policy(offer: Offer) -> float:
+        source.now = offer.at
+        trainer.tick(offer.at)
+        request = request_of(offer)
+        decision = s.price(request)
+        join.shown(request, decision)
+        return decision.price
+
+    def on_event(event: Any) -> None:
+        source.features.add(event)
+        if event.event_type == "booking" and join.pending:
+            join.booked(event)
+
+    return Loop(policy, on_event, trainer)
 
 
 def report(name: str, results: dict[str, list[Outcome]]) -> dict[str, dict[str, tuple[float, float, float]]]:
@@ -577,6 +658,14 @@ def main(argv: list[str] | None = None) -> None:
         type=float,
         default=0.05,
         help="also run pricestream exploring within this band, 5 arms (0: not run)",
+    )
+    parser.add_argument(
+        "--learn-days",
+        type=float,
+        default=0.0,
+        help="also run pricestream learning from its own outcomes (policy 'learning'): every this many "
+        "simulated days each tier gets the trainer service's guarded update on the labels since the last "
+        "(bench/learning.py); 0: not run",
     )
     args = parser.parse_args(argv)
 

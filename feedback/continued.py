@@ -196,6 +196,29 @@ def bundle_trainer(
     return train
 
 
+def accepted_bundle(
+    result: UpdateResult,
+    current_bundle: str | Path,
+    out_dir: str | Path,
+    *,
+    tier: Literal["light", "heavy"],
+    seed: int = 0,
+    config: Any = None,
+) -> Any:
+    """The bundle of an accepted update: ``result.train_frame`` through ``pricing.training.train_bundle``.
+
+    It continues ``current_bundle`` when the continued candidate won and starts afresh otherwise; rows without
+    an importance weight (the snapshot's) count once, as in the guarded update. ``config`` is a
+    ``DemandModelConfig`` (``None``: the tier's default). Returns the ``BundleInfo``.
+    """
+    from pricing.training import train_bundle  # the pricing package owns bundle layout and ONNX export
+
+    frame = result.train_frame
+    weight = frame["weight"].fillna(1.0) if "weight" in frame.columns else pd.Series(1.0, index=frame.index)
+    init = current_bundle if result.chosen == "continued" else None
+    return train_bundle(frame.assign(weight=weight), out_dir, tier=tier, seed=seed, init_model=init, config=config)
+
+
 def _native(
     kind: CandidateKind,
     frame: pd.DataFrame,

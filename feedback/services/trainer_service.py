@@ -57,7 +57,7 @@ from events.config import KafkaConfig
 from events.errors import EventValidationError
 from events.models import TrainingExample
 from events.runtime import BatchContext, Offsets, Output, Record, Runtime, RuntimeConfig, Step
-from feedback.continued import GuardConfig, guarded_update, predict
+from feedback.continued import GuardConfig, UpdateResult, accepted_bundle, guarded_update, predict
 from feedback.errors import FeedbackError
 from feedback.hotel_refit import HotelRefitter
 from feedback.online import OnlineDemandModel, OnlineModelConfig
@@ -65,7 +65,7 @@ from feedback.poisoning import PoisonConfig, PoisonGuard
 from feedback.registry import Entry, ModelRegistry
 from feedback.services.kafka_io import parse_record
 from pricing.models import DemandModelConfig
-from pricing.training import load_boosters, train_bundle
+from pricing.training import load_boosters
 from pricing.vectorize import frame_matrix
 
 EXAMPLES = "training.examples"
@@ -264,29 +264,18 @@ class TrainerService(Step[TrainingExample]):
             out = UpdateOutcome(False, "guard", result.reason, len(batch), parent=current.version,
                                 metrics=dict(result.metrics))
             return self._reject(out, snapshot)
-        return self._register(current, batch, result.train_frame, result.chosen, result.metrics, snapshot)
+        return self._register(current, batch, result, snapshot)
 
     def close(self) -> None:
         self.runtime.close()
 
     # ------------------------------------------------------------------ internals
-    def _register(
-        self,
-        current: Entry,
-        batch: pd.DataFrame,
-        train_frame: pd.DataFrame,
-        chosen: str | None,
-        metrics: dict[str, float],
-        snapshot: Snapshot,
-    ) -> UpdateOutcome:
+    def _register(self, current: Entry, batch: pd.DataFrame, result: UpdateResult, snapshot: Snapshot) -> UpdateOutcome:
+        chosen, metrics = result.chosen, result.metrics
         out_dir = Path(tempfile.mkdtemp(dir=self.config.state_dir, prefix="bundle-"))
         try:
-            init = current.path if chosen == "continued" else None
-            # snapshot rows carry no importance weight: they count once, as in the guarded update
-            train_frame = train_frame.assign(weight=train_frame.get("weight", pd.Series(1.0, train_frame.index)))
-            train_frame["weight"] = train_frame["weight"].fillna(1.0)
-            info = train_bundle(train_frame, out_dir, tier=self.config.tier, seed=self.config.seed,
-                                init_model=init, config=self.config.bundle)
+            info = accepted_bundle(result, current.path, out_dir, tier=self.config.tier, seed=self.config.seed,
+                                   config=self.config.bundle)
             all_metrics = {**metrics, **info.metrics, "chosen": chosen, "n_examples": len(batch)}
             times = pd.to_datetime(batch["event_time"], utc=True)
             data_range = (times.min().to_pydatetime(), times.max().to_pydatetime())
