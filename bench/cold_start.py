@@ -11,7 +11,7 @@ bid price that the service runs): rules on its first ``transfer_after_days``, th
 pooled models, then its own models, continued from the pooled ones on its own labels
 once it has ``own_after_labels`` of them. Its labels are joined in-process from its
 decisions and the bookings that follow them (a view with no booking within
-``LABEL_HORIZON_H`` is a 0), as the label service joins them.
+``learning.LABEL_HORIZON_H`` is a 0), as the label service joins them (``learning.LabelJoin``).
 
 Per seed (common random numbers), the same shoppers are priced by
 
@@ -52,7 +52,7 @@ import argparse
 import sys
 import tempfile
 import time
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -61,10 +61,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from learning import LabelJoin
 from revenue import DEFAULT_START, history, request_of, scorer, scorer_policy
 from stream_features import AtRequestTime, StreamFeatures
 
-from events.models import PricingDecision, PricingRequest
 from events.simulator import DPOracle, Market, Simulation, static_policy, training_frame
 from events.simulator.compare import WARMUP_DAYS
 from events.simulator.presets import preset
@@ -85,7 +85,6 @@ from pricing.models import DemandModelConfig
 from pricing.scorer import Scorer
 from pricing.training import train_bundle
 
-LABEL_HORIZON_H = 2.0
 """Hours after a view within which its booking counts (the simulator books 30 s + ~4 min after a view)."""
 TRAIL_DAYS = 3
 """Days in the trailing share: one hotel's day holds a handful of bookings, too few for a daily ratio."""
@@ -115,31 +114,6 @@ class Tally:
     def day(self, d: int, hotels: tuple[str, ...], *, measure: str = "revenue") -> float:
         values = self.net if measure == "net" else self.revenue
         return sum(values[(d, h)] for h in hotels)
-
-
-class Labels:
-    """In-process label join of the new hotel: a decision is booked if a booking of its key at its price follows."""
-
-    def __init__(self, cold: ColdStartScorer, hotel: str) -> None:
-        self.cold, self.hotel = cold, hotel
-        self.pending: deque[tuple[datetime, PricingRequest, PricingDecision]] = deque()
-
-    def shown(self, request: PricingRequest, decision: PricingDecision) -> None:
-        self.flush(request.event_time)
-        self.pending.append((request.event_time, request, decision))
-
-    def booked(self, event: object) -> None:
-        key = (event.room_type, event.stay_date, event.channel, event.price_paid)  # type: ignore[attr-defined]
-        for i, (_, request, decision) in enumerate(self.pending):
-            if (request.room_type, request.stay_date, request.channel, decision.price) == key:
-                del self.pending[i]
-                self.cold.learn_one(request, decision, True)
-                return
-
-    def flush(self, now: datetime) -> None:
-        while self.pending and now - self.pending[0][0] > timedelta(hours=LABEL_HORIZON_H):
-            _, request, decision = self.pending.popleft()
-            self.cold.learn_one(request, decision, False)
 
 
 def run(
@@ -351,7 +325,7 @@ def staged_policy(
         mature=s.mature,
         transfer=transfer,
     )
-    labels = Labels(cold, s.new)
+    labels = LabelJoin(cold.learn_one)
 
     def policy(offer: Offer) -> float:
         source.now = offer.at
