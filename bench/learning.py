@@ -75,7 +75,8 @@ class LoopTrainer:
     """Guarded updates of a light and a heavy bundle every ``every`` of simulated time (see the module).
 
     ``on_update(light, heavy)`` gets the live bundle paths after every update round; ``log`` collects one line
-    per tier and round (accepted or why not).
+    per tier and round (accepted or why not). ``weight``: each new label's training weight (a snapshot row's is 1),
+    the recency of an update.
     """
 
     def __init__(
@@ -87,10 +88,12 @@ class LoopTrainer:
         every: timedelta,
         seed: int,
         on_update: Callable[[Path, Path], None],
+        weight: float = 1.0,
     ) -> None:
         self.live = list(bundles)
         self.snapshot = snapshot.drop(columns=["true_prob"], errors="ignore")
         self.work, self.every, self.seed, self.on_update = work, every, seed, on_update
+        self.weight = weight
         self.rows: list[dict[str, Any]] = []
         self.due: datetime | None = None
         self.log: list[str] = []
@@ -119,7 +122,7 @@ class LoopTrainer:
         for i, tier in enumerate(tiers):
             current = self.live[i]
             columns = read_meta(current)["columns"]
-            rows = fresh.reindex(columns=list(dict.fromkeys([*columns, *fresh.columns])))
+            rows = fresh.reindex(columns=list(dict.fromkeys([*columns, *fresh.columns]))).assign(weight=self.weight)
             result = guarded_update(
                 str(current), rows, snapshot, seed=self.seed, validation_fraction=held / len(snapshot)
             )

@@ -468,7 +468,8 @@ def learning_loop(
         new_light, new_heavy = pricers((light, heavy), capacity=capacity, stays=stays)
         s.swap_models(light=new_light, heavy=new_heavy)
 
-    trainer = LoopTrainer(bundles, frame, work, every=timedelta(days=args.learn_days), seed=seed, on_update=swap)
+    every = timedelta(days=args.learn_days)
+    trainer = LoopTrainer(bundles, frame, work, every=every, seed=seed, on_update=swap, weight=args.learn_weight)
     join = LabelJoin(trainer.learn)
 
     def policy(offer: Offer) -> float:
@@ -666,6 +667,12 @@ def main(argv: list[str] | None = None) -> None:
         help="also run pricestream learning from its own outcomes (policy 'learning'): every this many "
         "simulated days each tier gets the trainer service's guarded update on the labels since the last "
         "(bench/learning.py); 0: not run",
+    )
+    parser.add_argument(
+        "--learn-weight",
+        type=float,
+        default=1.0,
+        help="policy 'learning': each new label's training weight in an update (a snapshot row's is 1)",
     )
     args = parser.parse_args(argv)
 
