@@ -16,7 +16,7 @@ demo: setup
 test: setup
 	$(VENV)/bin/pricestream up
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy events pipelines features pricing routing feedback infra pricestream
+	$(VENV)/bin/mypy events market pipelines features pricing routing delivery serving audit feedback infra pricestream
 	$(PY) -m pytest -q -p no:cacheprovider
 
 setup: system-deps $(STAMP)

@@ -16,7 +16,7 @@ decisions and the bookings that follow them (a view with no booking within
 Per seed (common random numbers), the same shoppers are priced by
 
 * ``static``: every hotel at its reference price;
-* ``dp``: the DP oracle of ``bench/revenue.py`` (``events.simulator.DPOracle``) for every hotel;
+* ``dp``: the DP oracle of ``bench/revenue.py`` (``market.DPOracle``) for every hotel;
 * ``staged``: the mature hotels by the pooled models, the new hotel in its stages;
 * ``rules_only``: the same, the new hotel by rules throughout (stage one held);
 * ``transfer_only``: the same, the new hotel by the pooled models from day 0, never refitted;
@@ -65,10 +65,10 @@ from learning import LabelJoin
 from revenue import DEFAULT_START, history, request_of, scorer, scorer_policy
 from stream_features import AtRequestTime, StreamFeatures
 
-from events.simulator import DPOracle, Market, Simulation, static_policy, training_frame
-from events.simulator.compare import WARMUP_DAYS
-from events.simulator.presets import preset
-from events.simulator.shoppers import Offer, Policy
+from market import DPOracle, Market, Simulation, static_policy, training_frame
+from market.compare import WARMUP_DAYS
+from market.presets import preset
+from market.shoppers import Offer, Policy
 from pricing.bid_price import BidPriceConfig
 from pricing.cold_start import (
     MIN_SCALE_DAYS,

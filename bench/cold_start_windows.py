@@ -37,7 +37,7 @@ from cold_start import Setup, Tally, run, setup
 from revenue import DEFAULT_START, request_of, scorer
 from stream_features import AtRequestTime, StreamFeatures
 
-from events.simulator.shoppers import Offer, Policy
+from market.shoppers import Offer, Policy
 from pricing.cold_start import PartialWindows
 from pricing.feature_source import FeatureSource
 

@@ -53,12 +53,12 @@ import numpy as np
 import psutil
 from scoring_fixtures import build_scorer, drop_features, requests_for, stay_keys, train_bundles, write_features
 
+from audit.log import AuditLog
 from events.catalog import VIEWS
 from events.models import PricingRequest
 from features.config import FeaturesConfig
 from features.online_source import RedisFeatureSource
 from features.store import build_store
-from pricing.audit import AuditLog
 from pricing.scorer import Scorer
 from routing.calibration import DEFAULT_SHARES, MIN_CALIBRATION_SAMPLES, Thresholds
 from routing.router import TieredRouter
@@ -197,7 +197,7 @@ def serve(port: int, mode: str, bundles: tuple[Path, Path], n_hotels: int, seed:
             raise SystemExit(msg)
         app = get_app(build_store(config))
     else:
-        from pricing.service import create_app
+        from serving.http import create_app
 
         app = create_app(build_scorer(bundles, stay_keys(n_hotels, seed=seed), config=config, seed=seed))
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
@@ -272,7 +272,7 @@ def in_process(scorers: dict[str, Scorer], requests: Sequence[PricingRequest], c
         paths["features (feast)"] = feast_reader(config, requests[0])
     taking_turns(paths, requests[: min(500, len(requests))])  # warm-up
     gc.collect()
-    gc.freeze()  # what the HTTP service does at start-up (pricing.service.create_app): no full-heap GC stalls
+    gc.freeze()  # what the HTTP service does at start-up (serving.http.create_app): no full-heap GC stalls
     return taking_turns(paths, requests)
 
 

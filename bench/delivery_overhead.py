@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from routing.delivery import ArmSet, DeliveryConfig, Evidence, RolloutController, ShadowRunner, ThompsonBlend
+from delivery import ArmSet, DeliveryConfig, Evidence, RolloutController, ShadowRunner, ThompsonBlend
 
 _GRID = np.linspace(80.0, 220.0, 64)
 _BLOCK = 1_000

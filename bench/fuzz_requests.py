@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python bench/fuzz_requests.py [--inputs 1000000] [--seed 7] [--chunk 20000]``
 
-The target is :func:`pricing.http_body.parse_body`, the very function both pricing
+The target is :func:`serving.body.parse_body`, the very function both pricing
 endpoints call, in-process. Hypothesis draws the ingredients of each group of inputs
 (a valid seed request, one to six value tokens: arbitrary Unicode text, any float's
 repr, large integers, hostile tokens such as ``NaN``, ``Infinity``, ``1e309``, ``1e20``, a
@@ -14,7 +14,7 @@ Generation runs in chunks of ``--chunk`` inputs, each with its own Hypothesis se
 (derived from ``--seed``), so memory stays flat and a run is reproducible.
 
 Each input goes through ``parse_body`` once. Counted: inputs, accepted requests, our
-validation errors (:class:`~pricing.http_body.BadRequest`, by status), and any other
+validation errors (:class:`~serving.body.BadRequest`, by status), and any other
 exception, printed with its input; the run exits 1 if there is one. An accepted body is
 also checked by an independent oracle (``json.loads`` refusing constants, then no
 non-finite number and no lone surrogate): accepting one that is not strict JSON counts
@@ -40,7 +40,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from tqdm import tqdm
 
-from pricing.http_body import BadRequest, parse_body
+from serving.body import BadRequest, parse_body
 
 SEEDS: tuple[dict[str, Any], ...] = (
     {"hotel_id": "h042", "room_type": "double", "stay_date": "2026-12-24", "nights": 2, "channel": "web",

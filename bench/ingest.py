@@ -53,7 +53,6 @@ from events.admin import create_topics
 from events.config import KafkaConfig
 from events.consumer import EventConsumer
 from events.models import dumps
-from events.simulator import Market, MarketConfig, simulate
 from events.topics import TopicSpec
 from features.config import FeaturesConfig
 from features.freshness import SINK_LAG_EDGES_MS, FreshnessTracker
@@ -61,6 +60,7 @@ from features.online_writer import OnlineWriter, redis_client
 from features.rows import parse_row
 from infra.config import StackConfig
 from infra.flink_cluster import free_port
+from market import Market, MarketConfig, simulate
 from pipelines.config import FeatureJobConfig, OnlineSink
 from pipelines.feature_job import StreamJob, build_feature_job, job_configuration
 from pricestream.settings import Settings

@@ -22,7 +22,7 @@ Two data sets:
 
 * ``synthetic``: steep logistic demand (slope 6 on a linear score in 8
   features), where most offers are near-certain and the boundary matters;
-* ``simulator``: offers from :func:`events.simulator.frames.training_frame`
+* ``simulator``: offers from :func:`market.frames.training_frame`
   (the market's true booking probability, mostly 5-30%), with the inputs a
   logistic demand model needs: log price relative to the room's base rate and
   to the competitors' median (missing flagged), log base rate, log counts,
@@ -65,9 +65,9 @@ def synthetic(n: int, seed: int, *, slope: float = 6.0, dim: int = 8) -> tuple[n
 
 def simulator(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     from events.catalog import ALL_FEATURES
-    from events.simulator.config import MarketConfig
-    from events.simulator.frames import training_frame
-    from events.simulator.market import Market
+    from market.config import MarketConfig
+    from market.frames import training_frame
+    from market.market import Market
 
     f = training_frame(Market(MarketConfig(hotels=5, seed=4)), n=n, seed=seed)
     price = f["price"].to_numpy(dtype=float)

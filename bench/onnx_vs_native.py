@@ -22,9 +22,9 @@ import numpy as np
 
 from events.catalog import ALL_FEATURES
 from events.models import PricingRequest
+from market.synthetic import training_frame
 from pricing.models import HEAVY_CONFIG
 from pricing.onnx_runtime import OnnxDemandModel, to_onnx
-from pricing.synthetic import training_frame
 from pricing.tiers import load_pricer
 from pricing.training import load_boosters, train_bundle
 from pricing.vectorize import frame_matrix

@@ -38,10 +38,10 @@ from events.admin import create_topics, delete_topics
 from events.config import KafkaConfig
 from events.models import Record, dumps
 from events.producer import Producer, producer_conf
-from events.simulator.config import MarketConfig
-from events.simulator.generator import simulate
-from events.simulator.market import Market
 from events.topics import TopicSpec
+from market.config import MarketConfig
+from market.generator import simulate
+from market.market import Market
 
 _PARTITIONS = 6  # as behaviour.events
 

@@ -1,6 +1,6 @@
 """Revenue against a static price and against the capacity-aware DP oracle, in-process on the calibrated markets.
 
-For each preset (``resort``, ``city``: :mod:`events.simulator.presets`) and each
+For each preset (``resort``, ``city``: :mod:`market.presets`) and each
 seed, the same simulated shoppers (common random numbers) are priced by
 
 * ``static``: the hotel's reference price;
@@ -12,10 +12,10 @@ seed, the same simulated shoppers (common random numbers) are priced by
   booking from a warm-up period), features
   kept in-process from the event stream (``bench/stream_features.py``);
 * ``myopic``: the truth's per-shopper revenue optimum (``Market.optimal_price``);
-* ``dp``: the dynamic programme over rooms left and time (``events.simulator.oracle``), which
+* ``dp``: the dynamic programme over rooms left and time (``market.oracle``), which
   sees the shopper's segment as the simulator's offer does; with stays holding every night it is
   decomposed by night, a reference policy, not a bound;
-* ``lp_bound``: the fluid LP bound (``events.simulator.fluid``) for the same window, seed and rooms
+* ``lp_bound``: the fluid LP bound (``market.fluid``) for the same window, seed and rooms
   at the start: an upper bound on every policy's expected revenue (not a policy);
 * ``lp_held``: the same bound with a cancelled booking holding its rooms until it cancels and the warm-up's
   cancellations giving rooms back when they land (``fluid_bound(..., held=True)``): tighter, still a bound;
@@ -63,12 +63,12 @@ from learning import LabelJoin, LoopTrainer
 from stream_features import AtRequestTime, StreamFeatures
 
 from events.models import PricingRequest
-from events.simulator import DPOracle, Market, oracle_policy, static_policy, training_frame
-from events.simulator.calibration import _sample, measure
-from events.simulator.compare import WARMUP_DAYS, Outcome, interval, run_window
-from events.simulator.fluid import fluid_bound
-from events.simulator.presets import preset
-from events.simulator.shoppers import Offer, Policy
+from market import DPOracle, Market, oracle_policy, static_policy, training_frame
+from market.calibration import _sample, measure
+from market.compare import WARMUP_DAYS, Outcome, interval, run_window
+from market.fluid import fluid_bound
+from market.presets import preset
+from market.shoppers import Offer, Policy
 from pricestream.demo import market_rule_spec
 from pricing.bid_price import BidPriceConfig, BookingCurve, night_index, nights_mix
 from pricing.exploration import ExplorationConfig
@@ -114,7 +114,7 @@ DEFAULT_START = "2026-05-01T00:00:00+00:00"
 
 
 run = run_window
-"""The simulated window (``events.simulator.compare.run_window``): the same run a demo's comparison makes."""
+"""The simulated window (``market.compare.run_window``): the same run a demo's comparison makes."""
 
 
 def history(
@@ -129,7 +129,7 @@ def history(
 ) -> BidPriceConfig:
     """What a hotel knows from last year: its booking curve and cancellation rate; rooms per booking from a warm-up.
 
-    The curve is the lead time of a year of arrival nights' searches (``events.simulator.calibration``
+    The curve is the lead time of a year of arrival nights' searches (``market.calibration``
     samples them the way shoppers arrive), not of the searches seen in a few weeks: those mix the lead
     curve with the season (in April the nights 100 days out are August's, four times busier). With
     ``pace_prior`` the same year gives each room type's share of the searches, so the bid's forecast

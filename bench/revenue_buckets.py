@@ -28,11 +28,11 @@ import numpy as np
 from revenue import DEFAULT_START, LAST_ROOMS_ACTION, RULES_ONLY_LAST_ROOMS, history, request_of, scorer, train
 from stream_features import AtRequestTime, StreamFeatures
 
-from events.simulator import DPOracle, Market
-from events.simulator.compare import run_window
-from events.simulator.market import _LAST_MINUTE_DAYS
-from events.simulator.presets import preset
-from events.simulator.shoppers import Offer
+from market import DPOracle, Market
+from market.compare import run_window
+from market.market import _LAST_MINUTE_DAYS
+from market.presets import preset
+from market.shoppers import Offer
 
 LEADS = ((0, 3), (3, 8), (8, 22), (22, 61), (61, 10_000))
 """Lead-time buckets (days, [lo, hi)): the last days, a week, three weeks, two months, beyond."""

@@ -1,4 +1,4 @@
-"""Decision latency through :class:`pricing.rollout.RolloutScorer` per stage, against the bare scorer, same run.
+"""Decision latency through :class:`delivery.rollout.RolloutScorer` per stage, against the bare scorer, same run.
 
 Both arms are real scorers over the same small light ONNX model (trained here on the
 seeded synthetic demand) and an in-memory feature source, so the figures isolate what
@@ -24,17 +24,17 @@ from pathlib import Path
 
 import numpy as np
 
+from delivery import DeliveryConfig, Evidence, GateLimits, Stage
+from delivery.rollout import RolloutScorer
 from events.catalog import ALL_FEATURES
 from events.models import PricingRequest
+from market.synthetic import training_frame
 from pricing.feature_source import MemoryFeatureSource
 from pricing.models import DemandModelConfig
-from pricing.rollout import RolloutScorer
 from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig
-from pricing.synthetic import training_frame
 from pricing.tiers import load_pricer
 from pricing.training import train_bundle
-from routing.delivery import DeliveryConfig, Evidence, GateLimits, Stage
 from routing.router import Thresholds, TieredRouter
 
 T0 = datetime(2026, 11, 30, 9, tzinfo=UTC)

@@ -13,18 +13,18 @@ from pathlib import Path
 import numpy as np
 from prometheus_client import CollectorRegistry
 
+from audit.log import AuditLog
 from events.catalog import ALL_FEATURES, VIEWS
 from events.models import CHANNELS, PricingRequest
 from features.config import FeaturesConfig
 from features.online_source import RedisFeatureSource
 from features.online_writer import OnlineWriter, redis_client
 from features.rows import FeatureRow
-from pricing.audit import AuditLog
+from market.synthetic import training_frame
 from pricing.feature_source import FeatureSource, MemoryFeatureSource
 from pricing.models import DemandModelConfig
 from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig
-from pricing.synthetic import training_frame
 from pricing.tiers import load_pricer
 from pricing.training import train_bundle
 from routing.calibration import Thresholds

@@ -35,7 +35,7 @@ import httpx
 import numpy as np
 from scoring_fixtures import build_scorer, requests_for, stay_keys, train_bundles
 
-from pricing.auth import KeyStore
+from serving.auth import KeyStore
 
 RATE_LIMIT = "1000000/second"
 """Far above any load here: the limiter counts every request but never refuses one."""
@@ -71,12 +71,12 @@ def serve(port: int, mode: str, bundles: tuple[Path, Path], keys_file: Path, sta
     """Child-process mode: the benchmark scorer behind the HTTP app, security layers ``on`` or ``off``."""
     import uvicorn
 
+    from delivery import DeliveryConfig
+    from delivery.rollout import RolloutScorer
     from pricing.input_guard import InputGuardConfig
     from pricing.output_audit import OutputAudit, output_audit_counter, rules_band
-    from pricing.rollout import RolloutScorer
     from pricing.scorer import Scorer, ScorerConfig
-    from pricing.service import ServiceConfig, create_app
-    from routing.delivery import DeliveryConfig
+    from serving.http import ServiceConfig, create_app
 
     scorer = build_scorer(bundles, stay_keys(args.hotels, seed=args.seed), config=None, seed=args.seed)
     rollout = RolloutScorer(scorer, config=DeliveryConfig(state_path=state / f"rollout-{mode}.json"))

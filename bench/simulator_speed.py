@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python bench/simulator_speed.py [--hotels 10] [--days 3]``
 
-Prints events/s of :func:`events.simulator.generator.simulate` (the whole
+Prints events/s of :func:`market.generator.simulate` (the whole
 simulation: arrivals, policy, truth, inventory, records) and of merely
 constructing the same records with full pydantic validation
 (``model_validate`` of their field dicts), measured in the same process on CPU
@@ -16,9 +16,9 @@ import argparse
 import time
 from datetime import timedelta
 
-from events.simulator.config import MarketConfig
-from events.simulator.generator import simulate
-from events.simulator.market import Market
+from market.config import MarketConfig
+from market.generator import simulate
+from market.market import Market
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """The online features of ``events.catalog``, kept in-process from a simulated event stream (no Kafka, no Flink).
 
-A :class:`StreamFeatures` is fed every record a :class:`~events.simulator.Simulation`
+A :class:`StreamFeatures` is fed every record a :class:`~market.Simulation`
 yields (``add``) and answers the scorer's feature reads (``read``), so an in-process
 replay prices with the same scorer, rules and models the service runs. Windows end
 at the read time (the request time); sums keep running totals per key, so a read
@@ -11,7 +11,7 @@ and minimum of each competitor's latest rate in the window.
 
 Example:
     >>> from datetime import timedelta
-    >>> from events.simulator import Market, MarketConfig, Simulation
+    >>> from market import Market, MarketConfig, Simulation
     >>> market = Market(MarketConfig(hotels=1, horizon_days=20, seed=1))
     >>> feats = StreamFeatures()
     >>> for ev in Simulation(market, duration=timedelta(days=2), rng_seed=1):

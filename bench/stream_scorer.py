@@ -1,4 +1,4 @@
-"""Requests/s of the stream scorer (``pricing.stream.run``) next to the same scorer called in-process.
+"""Requests/s of the stream scorer (``serving.stream.run``) next to the same scorer called in-process.
 
 Writes seeded features to Redis (a throwaway Feast project), produces ``--requests``
 pricing requests to a uuid-prefixed ``pricing.requests`` topic on the local Kafka, then
@@ -30,7 +30,7 @@ from events.config import KafkaConfig
 from events.producer import Producer
 from events.topics import TOPICS
 from features.config import FeaturesConfig
-from pricing.stream import StreamScorerConfig, run
+from serving.stream import StreamScorerConfig, run
 
 TOPIC_NAMES = ("pricing.requests", "pricing.requests.dlq", "pricing.decisions")
 

@@ -1,6 +1,6 @@
 """Tier economics on the market simulator: compute per decision, revenue under the truth, router calibration.
 
-1. Train a light and a heavy bundle on ``events.simulator.training_frame`` of a seeded
+1. Train a light and a heavy bundle on ``market.training_frame`` of a seeded
    market; the rules get the market's base rate per room type (the default ladders).
 2. Sample ``--offers`` offers (the way shoppers arrive) and price every one with the real
    :class:`~pricing.scorer.Scorer` forced into each tier (thresholds that send everything
@@ -37,7 +37,7 @@ import yaml
 
 from events.catalog import ALL_FEATURES
 from events.models import CHANNELS, PricingDecision, PricingRequest
-from events.simulator import Market, MarketConfig, training_frame
+from market import Market, MarketConfig, training_frame
 from pricestream.demo import market_rule_spec
 from pricing.feature_source import FeatureRead
 from pricing.models import DemandModelConfig

@@ -51,11 +51,11 @@ _BASE = (
     ),
     TopicSpec(
         name="control.v1", partitions=1, key="control key", is_input=False, cleanup_policy="compact",
-        description="registry and rollout state for every serving replica (pricing.control_plane), one partition",
+        description="registry and rollout state for every serving replica (delivery.control_plane), one partition",
     ),
     TopicSpec(
         name="audit.heads", partitions=1, key="audit log id", is_input=False, retention_ms=3650 * _DAY_MS,
-        description="anchors (MAC'd heads) of the serving audit logs (pricing.audit_kafka), kept ten years",
+        description="anchors (MAC'd heads) of the serving audit logs (audit.kafka_anchors), kept ten years",
     ),
 )
 

@@ -2,7 +2,7 @@
 
 The pooled models live in :class:`feedback.registry.ModelRegistry` (``root/manifest.json``). A new hotel
 that reached cold-start stage ``own`` gets its own bundles (:mod:`feedback.hotel_refit`), published here,
-under ``root/hotels``, so that ``serve`` prices that hotel with them (:mod:`pricing.cold_start_serving`).
+under ``root/hotels``, so that ``serve`` prices that hotel with them (:mod:`delivery.cold_start`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Stage three of cold start (:mod:`pricing.cold_start`) refits the pooled models o
 labels. In the deployed system those labels are the ``training.examples`` the trainer service consumes
 (decisions joined with outcomes by the label service, selected and weighted by the sampler). The trainer
 hands each example to :meth:`HotelRefitter.learn`; the refitter keeps the rows of the hotels the
-cold-start history (:class:`pricing.cold_start_serving.HistoryStore`, written by ``serve``) records as
+cold-start history (:class:`delivery.cold_start.HistoryStore`, written by ``serve``) records as
 new and forgets the mature ones. After each batch, :meth:`HotelRefitter.step` asks each new hotel's stage
 of the history (its label counts are the label service's); a hotel in stage ``own`` is refitted
 (:func:`pricing.cold_start.refit_bundles`: continued training from the live pooled bundles, a seeded
@@ -21,7 +21,7 @@ it. A refit that fails is kept in :attr:`HotelRefitter.errors` and logged; the t
 hotel is tried again on its next batch of rows.
 
 Example:
-    >>> from pricing.cold_start_serving import MemoryHistoryStore
+    >>> from delivery.cold_start import MemoryHistoryStore
     >>> hotels, store = HotelModels("/nonexistent-registry"), MemoryHistoryStore()
     >>> refitter = HotelRefitter(RefitConfig(), history=store, hotels=hotels, pooled=lambda: {})
     >>> refitter.learn({"hotel_id": "h-new", "decision_id": "d1", "booked": 1, "event_time": 0})
@@ -47,10 +47,10 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from delivery.cold_start import MATURE, HistoryStore
 from feedback.hotel_models import HotelModels, HotelModelSet
 from feedback.registry import Entry
 from pricing.cold_start import ColdStartConfig, HotelHistory, refit_bundles, stage_of
-from pricing.cold_start_serving import MATURE, HistoryStore
 from pricing.training import META_FILE, read_meta
 
 log = logging.getLogger(__name__)

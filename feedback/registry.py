@@ -15,7 +15,7 @@ can poll one integer and reload its models only when it changes.
 
 ``on_change`` (optional) is called after every change is on disk, with the registry, the kind
 of change (``registered``, ``promoted``, ``rolled_back``) and the version concerned: the
-control plane (:mod:`pricing.control_plane`) publishes the new state to every serving
+control plane (:mod:`delivery.control_plane`) publishes the new state to every serving
 replica from there. Calls that change nothing (registering the same bundle again, promoting
 the live version) do not call it.
 

@@ -33,7 +33,7 @@ Example:
     >>> d.arm, d.propensity
     ('incumbent', 1.0)
     >>> path.close()
-    >>> from pricing.audit import verify
+    >>> from audit.log import verify
     >>> verify(s.audit()).entries
     1
 """
@@ -50,25 +50,25 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from audit.log import AuditLog
+from delivery import StateStore
+from delivery.rollout import RolloutScorer
 from events.models import PricingDecision, PricingRequest, dumps
 from feedback.registry import ModelRegistry
 from pricestream.settings import Settings
 from pricestream.wiring import BootstrapModels, Progress, build_scorer, pricer_loader
-from pricing.audit import AuditLog
 from pricing.exploration import ExplorationConfig
 from pricing.feature_source import FeatureSource
-from pricing.rollout import RolloutScorer
 from pricing.scorer import Scorer, ScorerConfig
-from routing.delivery import StateStore
 from routing.router import TieredRouter
 from routing.threshold_state import ThresholdStore
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from pricing.control_kafka import ControlFollower
-    from pricing.control_plane import ControlState
-    from pricing.service import ServiceConfig
+    from delivery.control_kafka import ControlFollower
+    from delivery.control_plane import ControlState
+    from serving.http import ServiceConfig
 
 __all__ = [
     "DecisionPublisher", "Follower", "Publish", "ServingPath", "build_serving_path", "http_app", "promote_trained",
@@ -254,11 +254,11 @@ def candidate_loader(
 
 
 def staged_scorer(settings: Settings, scorer: Scorer) -> Scorer:
-    """``scorer`` with the cold-start stage rule in front (``pricing.cold_start_serving``), history in Redis,
+    """``scorer`` with the cold-start stage rule in front (``delivery.cold_start``), history in Redis,
     and the per-hotel refits the trainer publishes (``<registry>/hotels``, followed by the :class:`Follower`)."""
+    from delivery.cold_start import StagedScorer
     from feedback.hotel_models import HotelModels
     from pricestream.commands.cold_start import cold_start_config, history_store
-    from pricing.cold_start_serving import StagedScorer
 
     hotels = HotelModels(settings.registry()) if settings.cold_start_refit else None
     # a hotel's own heavy refit is not on the remote heavy service (it holds the pooled one): loaded here
@@ -342,14 +342,14 @@ def build_serving_path(
 
 
 def http_app(path: ServingPath, service: ServiceConfig | None = None) -> FastAPI:
-    """The pricing API (:func:`pricing.service.create_app`) over ``path``, closing it at shutdown.
+    """The pricing API (:func:`serving.http.create_app`) over ``path``, closing it at shutdown.
 
     Uvicorn runs the lifespan's exit after its graceful shutdown answered every in-flight
     request, and before it re-raises the SIGTERM that stopped it: so every decision returned
     to a caller is audited (fsynced) and acknowledged by Kafka before the process exits.
     ``service`` (``Settings.http_service``) adds keys, rate limits and the ops-port split.
     """
-    from pricing.service import ServiceConfig, create_app, feature_probe
+    from serving.http import ServiceConfig, create_app, feature_probe
 
     # RolloutScorer has the scorer surface create_app uses (price, price_batch, health, config, stats)
     max_body, max_batch = path.http_limits
@@ -382,7 +382,7 @@ def serve_http(path: ServingPath, *, host: str, port: int, service: ServiceConfi
     """
     import uvicorn
 
-    from pricing.service import create_ops_app, feature_probe
+    from serving.http import create_ops_app, feature_probe
 
     ops_server = None
     if ops is not None:
@@ -414,9 +414,9 @@ def promote_trained(settings: Settings, version: str, *, reason: str = "passed t
     advance`` moves it on). Returns what was done: ``"promoted"``, ``"rollout"``, or ``"registered"`` when
     another rollout is still live (the version waits in the registry).
     """
+    from delivery import RolloutController
+    from delivery.stages import LIVE_STAGES
     from pricestream.control import open_registry, publish_rollout
-    from routing.delivery import RolloutController
-    from routing.delivery.stages import LIVE_STAGES
 
     registry = open_registry(settings)  # publishes the promotion on control.v1 with the Kafka control plane
     if settings.trainer_promotion == "swap":

@@ -306,8 +306,8 @@ def serve_stream(
     from pricestream.app import build_serving_path
     from pricestream.commands.common import json_logs, stoppable
     from pricing.scorer import Scorer
-    from pricing.stream import StreamScorerConfig, runtime_config
-    from pricing.stream import run as run_stream
+    from serving.stream import StreamScorerConfig, runtime_config
+    from serving.stream import run as run_stream
 
     s = settings()
     json_logs()
@@ -359,15 +359,15 @@ def audit_verify(
     = None,
 ) -> None:
     """Walk the MAC chain, head and anchors of the audit log; exit 1 naming the first broken line."""
-    from pricing.audit import verify
+    from audit.log import verify
 
     s = settings().acting_as("auditor")  # a secure stack's auditor principal reads audit.heads, nothing else
     target = path or s.audit()
     remote = None
     if s.audit_topic_anchors():  # the anchors on the audit.heads topic too (they survive deleted files)
-        from pricing.audit_anchors import resolve_key
-        from pricing.audit_kafka import read_topic_anchors
-        from pricing.errors import AuditLogError
+        from audit.anchors import resolve_key
+        from audit.errors import AuditLogError
+        from audit.kafka_anchors import read_topic_anchors
 
         try:
             remote = read_topic_anchors(s.kafka(), target, resolve_key(s.audit_key))
@@ -389,7 +389,7 @@ def audit_repair(
     = None,
 ) -> None:
     """Cut a torn last line (a crash in the middle of a write) off the log; its bytes are saved aside."""
-    from pricing.audit import repair
+    from audit.log import repair
 
     target = path or settings().audit()
     if not target.exists():

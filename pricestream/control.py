@@ -3,7 +3,7 @@
 With ``PRICESTREAM_CONTROL_PLANE=kafka``:
 
 * :func:`open_registry` gives a :class:`~feedback.registry.ModelRegistry` that publishes a
-  :class:`~pricing.control_plane.RegistryView` after every register, promote and rollback
+  :class:`~delivery.control_plane.RegistryView` after every register, promote and rollback
   (``pricestream models ...`` and the rollout commands use it);
 * :func:`publish_rollout` publishes the rollout state after every ``pricestream rollout ...``
   change, with the candidate's bundle and sha256;
@@ -27,16 +27,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from delivery.control_plane import TIERS, Artefact, ControlRecord, RegistryView
 from feedback.registry import Change, Entry, ModelRegistry
 from pricestream.settings import Settings
-from pricing.control_plane import TIERS, Artefact, ControlRecord, RegistryView
 
 if TYPE_CHECKING:
+    from delivery import RolloutState
+    from delivery.control_kafka import ControlFollower, ControlPublisher
+    from delivery.control_plane import ControlState
+    from delivery.rollout import RolloutScorer
     from pricestream.wiring import BootstrapModels, Progress
-    from pricing.control_kafka import ControlFollower, ControlPublisher
-    from pricing.control_plane import ControlState
-    from pricing.rollout import RolloutScorer
-    from routing.delivery import RolloutState
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ def ensure_topic(settings: Settings) -> None:
 
 
 def publisher(settings: Settings) -> ControlPublisher:
-    from pricing.control_kafka import ControlPublisher
+    from delivery.control_kafka import ControlPublisher
 
     ensure_topic(settings)
     return ControlPublisher(settings.kafka_client("admin"), topic(settings))
@@ -121,7 +121,7 @@ def publish_rollout(settings: Settings, state: RolloutState, registry: ModelRegi
 
 def follow(settings: Settings) -> ControlFollower:
     """A follower of ``control.v1`` that has read it to its end (not started: the caller binds it)."""
-    from pricing.control_kafka import ControlFollower
+    from delivery.control_kafka import ControlFollower
 
     ensure_topic(settings)
     follower = ControlFollower(settings.kafka_client("scorer"), topic(settings), store=settings.models_store())
@@ -137,11 +137,11 @@ def follow_models(settings: Settings, *, models: BootstrapModels | None = None,
     if it has no promoted models, as its first record; every replica then follows the same records.
 
     Raises:
-        pricing.control_plane.ControlPlaneError: the topic cannot be read, or its registry record names
+        delivery.control_plane.ControlPlaneError: the topic cannot be read, or its registry record names
             bundles that fail their sha256 in the model store (the replica refuses to start on them).
     """
+    from delivery.control_plane import ControlPlaneError
     from pricestream.wiring import ensure_models
-    from pricing.control_plane import ControlPlaneError
 
     follower = follow(settings)
     if follower.state.registry is None and not follower.refused:

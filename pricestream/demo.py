@@ -47,11 +47,11 @@ import pandas as pd
 from events.admin import create_topics
 from events.models import PricingRequest, Record, dumps
 from events.producer import Producer
-from events.simulator import DPOracle, Market, Offer, Simulation, static_policy, training_frame
-from events.simulator import oracle_policy as oracle
-from events.simulator.evaluate import DayAccumulator, NetValueRecorder, simulate_days
 from features.snapshots import freeze
 from feedback.registry import ModelRegistry
+from market import DPOracle, Market, Offer, Simulation, static_policy, training_frame
+from market import oracle_policy as oracle
+from market.evaluate import DayAccumulator, NetValueRecorder, simulate_days
 from pricestream.deployment import Deployment, DeploymentError, record_deployment
 from pricestream.settings import Settings
 from pricing.training import train_bundle
@@ -78,7 +78,7 @@ _GUARD_TOLERANCE = 0.01
 # another distribution, which move a mean by several times that.
 _MAX_FEATURE_SHIFT = 4.0
 MARKETS = ("resort", "city", "flat")
-"""Markets the demo runs (:mod:`events.simulator.presets`): the calibrated ``resort`` and ``city``, and ``flat``."""
+"""Markets the demo runs (:mod:`market.presets`): the calibrated ``resort`` and ``city``, and ``flat``."""
 DEFAULT_MARKET = "city"
 """``pricestream demo``'s market when none is named (``--market``, ``PRICESTREAM_DEMO_MARKET``)."""
 _BAND = (0.25, 4.0)
@@ -223,7 +223,7 @@ class DemoReport:
         lines += [f"  rollout {step}" for step in self.rollouts]
         if self.bid_forecast is not None:
             lines.append(f"bid price forecast: {self.bid_forecast}")
-        lines.append(f"market: {self.market} (events.simulator.presets)")
+        lines.append(f"market: {self.market} (market.presets)")
         stopped = "every process stopped cleanly" if not self.unclean else f"unclean stops: {self.unclean}"
         lines.append(f"deployment: {self.state_dir} ({stopped})")
         if self.plot_path is not None:
@@ -261,7 +261,7 @@ def demo_market(name: str, *, hotels: int, seed: int) -> Market:
     Raises:
         UnknownKeyError: ``name`` is not a preset.
     """
-    from events.simulator.presets import preset
+    from market.presets import preset
 
     return Market(preset(name, hotels=hotels, seed=seed))
 
@@ -398,12 +398,12 @@ def year_forecast(market: Market, *, seed: int) -> dict[str, Any]:
 
     The curve is the lead time of a year of arrival nights' searches, sampled the way shoppers arrive
     (a few weeks of searches mix the curve with the season); the cancellation share is the market's
-    measured rate (:func:`events.simulator.calibration.measure`).
+    measured rate (:func:`market.calibration.measure`).
     """
     import numpy as np
 
-    from events.simulator.calibration import _sample
-    from events.simulator.calibration import measure as calibrate
+    from market.calibration import _sample
+    from market.calibration import measure as calibrate
     from pricing.bid_price import BookingCurve
 
     _, room, _, ordinal, ts = _sample(market, _YEAR_SEARCHES, np.random.default_rng(seed))
@@ -551,8 +551,8 @@ def _price(run: _Run, request: PricingRequest) -> dict[str, Any]:
 def _advance_rollout(run: _Run, report: DemoReport, *, seed: int) -> None:
     """Move a live rollout one stage on by command, gated on a seeded simulator replay of both models
     (``pricestream rollout advance V --source replay``); then wait until serve follows it."""
-    from routing.delivery import StateStore
-    from routing.delivery.stages import LIVE_STAGES
+    from delivery import StateStore
+    from delivery.stages import LIVE_STAGES
 
     state = StateStore(run.settings.rollout()).load()
     if state is None or state.stage not in LIVE_STAGES or state.version is None:
@@ -582,7 +582,7 @@ def _await_feedback(run: _Run, report: DemoReport, say: Progress) -> None:
     names = ("labels", "sampler", "trainer")
     if not run.deployment.caught_up(names, settle_s=_FEEDBACK_SETTLED_S, timeout_s=_FEEDBACK_WAIT_S):
         say(f"the feedback services did not catch up within {_FEEDBACK_WAIT_S:.0f} s; the day goes on")
-    from routing.delivery import Stage, StateStore
+    from delivery import Stage, StateStore
 
     state = StateStore(run.settings.rollout()).load()  # the trainer starts a rollout of what passed its gate
     if state is not None and state.stage == Stage.SHADOW and f"{state.version}: shadow" not in report.rollouts:
@@ -644,9 +644,9 @@ def _tally(run: _Run, report: DemoReport) -> None:
 
 def _write_dashboard(run: _Run) -> Path | None:
     """The run's monitoring page, as ``pricestream monitor report`` draws it for this deployment."""
+    from delivery import StateStore
     from features.snapshots import load_snapshot
     from pricestream.commands import monitoring as mon
-    from routing.delivery import StateStore
 
     audit = run.settings.audit()
     if not audit.exists():

@@ -2,24 +2,24 @@
 
 The closed-loop demo measures pricestream (the deployed ``serve``), the static price
 and the myopic oracle per simulated day on the same shoppers (seed ``seed + d`` on day
-``d``, :func:`events.simulator.evaluate.simulate_days`). :func:`comparison_lines` adds,
+``d``, :func:`market.evaluate.simulate_days`). :func:`comparison_lines` adds,
 on those same shoppers, the rules-only policy (the run's own rule file through the
 real :class:`~pricing.scorer.Scorer` with no model tier; its features are the offer's
 inventory, ``occupancy`` and ``rooms_left``, the inputs of the occupancy ladder and
 the last-rooms rule) and the capacity-aware DP oracle
-(:class:`events.simulator.DPOracle`), and prints one table: booked and expected
+(:class:`market.DPOracle`), and prints one table: booked and expected
 revenue per policy with its ratio to the DP oracle, and the expected value net of the
 rooms' value: each offer's P(book) x (price - the DP oracle's bid price per room-night at
-that offer) x rooms x nights (:class:`events.simulator.evaluate.NetValueRecorder`), which
+that offer) x rooms x nights (:class:`market.evaluate.NetValueRecorder`), which
 credits a policy for rooms it keeps for later shoppers (booked revenue in a few days does not).
 
 Example:
     >>> from datetime import UTC, datetime
     >>> import pandas as pd
-    >>> from events.simulator import Market, MarketConfig, static_policy
-    >>> from events.simulator.evaluate import NetValueRecorder, simulate_days
+    >>> from market import Market, MarketConfig, static_policy
+    >>> from market.evaluate import NetValueRecorder, simulate_days
     >>> market = Market(MarketConfig(hotels=1, horizon_days=20, seed=3))
-    >>> from events.simulator.evaluate import NetValueRecorder
+    >>> from market.evaluate import NetValueRecorder
     >>> dp = run_oracle(market, first=datetime(2026, 1, 10, tzinfo=UTC), days=1)
     >>> rec = NetValueRecorder(market, static_policy(market), dp.bid_price)
     >>> day = simulate_days(market, rec, days=1, start=datetime(2026, 1, 10, tzinfo=UTC), seed=5).days[0]
@@ -40,9 +40,9 @@ from datetime import UTC, date, datetime, timedelta
 import pandas as pd
 
 from events.models import PricingRequest
-from events.simulator import DPOracle, Market
-from events.simulator.evaluate import NetValueRecorder, simulate_days
-from events.simulator.shoppers import Offer, Policy
+from market import DPOracle, Market
+from market.evaluate import NetValueRecorder, simulate_days
+from market.shoppers import Offer, Policy
 from pricing.feature_source import MemoryFeatureSource
 from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig

@@ -13,7 +13,7 @@ from events.config import KafkaConfig
 from events.contract import HotelProfile
 from events.errors import EventValidationError
 from events.producer import Producer
-from events.simulator import Market, MarketConfig, simulate
+from market import Market, MarketConfig, simulate
 
 _PACE_CHUNK = 500  # events sent between pacing checks: small enough for a smooth rate
 

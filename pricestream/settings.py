@@ -25,12 +25,12 @@ from infra.config import REPO_ROOT, StackConfig
 from pipelines.config import FeatureJobConfig
 
 if TYPE_CHECKING:
+    from audit.kafka_anchors import TopicAnchorPublisher
+    from delivery import DeliveryConfig
     from pipelines.config import OnlineSink
-    from pricing.audit_kafka import TopicAnchorPublisher
     from pricing.input_guard import InputGuardConfig
     from pricing.output_audit import OutputAuditConfig
-    from pricing.service import ServiceConfig
-    from routing.delivery import DeliveryConfig
+    from serving.http import ServiceConfig
 
 
 class Settings(BaseSettings):
@@ -149,7 +149,7 @@ class Settings(BaseSettings):
     rollout_flip_threshold: float = Field(default=0.01, gt=0.0)
     """The shadow gate's flip: a candidate's price more than this (relative) from the live one on the same input."""
     rollout_max_flip_rate: float = Field(default=0.10, ge=0.0, le=1.0)
-    """Most shadow inputs a candidate may flip (``routing.delivery.gates.flip_rate_gate``)."""
+    """Most shadow inputs a candidate may flip (``delivery.gates.flip_rate_gate``)."""
     rollout_max_ks: float = Field(default=0.10, ge=0.0, le=1.0)
     """Largest Kolmogorov-Smirnov distance between the two arms' prices in shadow."""
     rollout_max_mean_shift: float = Field(default=0.03, ge=0.0)
@@ -197,7 +197,7 @@ class Settings(BaseSettings):
     (``pricing.cold_start.bid_floored``; rule id ``cold_start_bid_floor`` when it raises the rules price)."""
     cold_start_serve: bool = True
     """Cold start in ``serve`` / ``serve-stream`` and the label service: each hotel priced in its stage, recorded
-    on the decision as ``cold_start:<stage>`` (``pricing.cold_start_serving``; its history in Redis, its label
+    on the decision as ``cold_start:<stage>`` (``delivery.cold_start``; its history in Redis, its label
     counts added by the label service). On by default: a hotel with no views or bookings in the feature store at
     its first request is priced by rules on its first day. ``false``: every hotel priced as before cold start."""
     cold_start_explore_band: float = Field(default=0.10, ge=0.0, lt=1.0)
@@ -224,7 +224,7 @@ class Settings(BaseSettings):
     writer (``services run online-writer`` still rebuilds Redis from ``features.v1``)."""
     control_plane: Literal["files", "kafka"] = "files"
     """Where servers learn registry and rollout changes: the local files (one machine), or the compacted
-    ``control.v1`` topic that every replica follows (``pricing.control_plane``; commands publish to it)."""
+    ``control.v1`` topic that every replica follows (``delivery.control_plane``; commands publish to it)."""
     model_store: Path | None = None
     """Model bundles every replica reads (a shared volume), laid out as ``<tier>/<version>/``; default: the
     registry directory. Control records name a bundle relative to it, with its ONNX sha256."""
@@ -346,10 +346,10 @@ class Settings(BaseSettings):
         """The HTTP service's limits and security for a bind at ``host`` (default ``http_host``).
 
         Raises:
-            pricing.auth.AuthError: ``http_security=off`` with a bind beyond loopback.
+            serving.auth.AuthError: ``http_security=off`` with a bind beyond loopback.
         """
-        from pricing.auth import auth_required
-        from pricing.service import ServiceConfig
+        from serving.auth import auth_required
+        from serving.http import ServiceConfig
 
         secure = auth_required(self.http_security, host or self.http_host)
         return ServiceConfig(max_body_bytes=self.http_max_body_bytes, max_batch=self.http_max_batch,
@@ -364,7 +364,7 @@ class Settings(BaseSettings):
 
     def audit_anchor_publisher(self, log_path: Path) -> TopicAnchorPublisher | None:
         """The ``on_anchor`` hook of a serving audit log at ``log_path`` (None when topic anchors are off)."""
-        from pricing.audit_kafka import TopicAnchorPublisher
+        from audit.kafka_anchors import TopicAnchorPublisher
 
         return TopicAnchorPublisher(self.kafka(), log_path) if self.audit_topic_anchors() else None
 
@@ -384,7 +384,7 @@ class Settings(BaseSettings):
 
     def delivery(self) -> DeliveryConfig:
         """Progressive delivery settings: the state file, the canary share and the gates' sample floor."""
-        from routing.delivery import DeliveryConfig, GateLimits
+        from delivery import DeliveryConfig, GateLimits
 
         return DeliveryConfig(state_path=self.rollout(), canary_share=self.canary_share,
                               limits=GateLimits(min_samples=self.rollout_min_samples,

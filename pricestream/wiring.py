@@ -95,7 +95,7 @@ def train_bootstrap(
     on_progress: Progress | None = None,
 ) -> list[str]:
     """Train a light and a heavy bundle on the simulator's labelled frame and register both (not promoted)."""
-    from events.simulator import Market, MarketConfig, training_frame
+    from market import Market, MarketConfig, training_frame
     from pricing.training import train_bundle
 
     market = Market(MarketConfig(hotels=models.hotels, seed=seed))
@@ -136,8 +136,8 @@ def pricer_loader(settings: Settings) -> Callable[[Path], Any]:
         from pricing.tiers import load_pricer  # deferred: onnxruntime loads only when a model does
 
         if settings.heavy_tier == "remote":  # the heavy service holds the model; this slot is its client
-            from pricing.heavy_service import RemoteHeavyPricer
             from pricing.training import read_meta
+            from serving.heavy import RemoteHeavyPricer
 
             meta = read_meta(bundle_dir)
             if meta["tier"] == "heavy":
@@ -192,14 +192,14 @@ def build_scorer(
     Args:
         settings: where the registry, rules and Redis are.
         feature_source: the online features (``RedisFeatureSource`` over ``settings.features()`` when None).
-        audit: an :class:`pricing.audit.AuditLog` for the decisions (none when None).
+        audit: an :class:`audit.log.AuditLog` for the decisions (none when None).
         on_decision: called with every (request, decision), e.g. to publish it to Kafka.
         router: the tiered router (default thresholds when None).
         models: size of the bootstrap pair trained when the registry has no promoted model.
         on_progress: progress of a bootstrap training.
         config: the scorer's settings (the deadline from ``settings`` when None).
         models_source: where the promoted models are instead of the registry directory (the control plane's
-            state, :class:`pricing.control_plane.ControlState`): nothing is bootstrapped then.
+            state, :class:`delivery.control_plane.ControlState`): nothing is bootstrapped then.
     """
     registry: ModelSource = ModelRegistry(settings.registry()) if models_source is None else models_source
     if isinstance(registry, ModelRegistry):

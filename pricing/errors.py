@@ -7,8 +7,7 @@ Exception tree::
     ├── BundleError              a model bundle is missing, unreadable or fails its checksum
     ├── TrainingError            a training frame cannot be used (missing column, one class, ...)
     ├── QuoteError               a quote was asked with impossible bounds (floor > ceiling, non-finite)
-    ├── FeatureStoreUnavailable  the online feature store cannot be read (the scorer degrades to rules)
-    └── AuditLogError            the audit log cannot take an entry (closed, disk error) or is unreadable
+    └── FeatureStoreUnavailable  the online feature store cannot be read (the scorer degrades to rules)
 
 Every message names the offending field, the value and what was expected.
 
@@ -79,8 +78,3 @@ class QuoteError(PricingError, ValueError):
 
 class FeatureStoreUnavailable(PricingError):
     """The online feature store could not be read; callers fall back to the rules tier."""
-
-
-class AuditLogError(PricingError, ValueError):
-    """The audit log cannot take or read an entry (closed log, disk error, a line that is no entry)."""
-

@@ -58,7 +58,7 @@ _OVERRIDE: contextvars.ContextVar[ExplorationConfig | None] = contextvars.Contex
 def exploring(config: ExplorationConfig | None) -> Iterator[None]:
     """Within the block, tier pricers explore with ``config`` instead of their own setting (``None``: no change).
 
-    The service explores a new hotel's stage-two prices this way (``pricing.cold_start_serving``) with the
+    The service explores a new hotel's stage-two prices this way (``delivery.cold_start``) with the
     same loaded models that price every other hotel unexplored.
 
     Example:

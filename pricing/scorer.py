@@ -11,7 +11,7 @@ Flow of one request (:meth:`Scorer.price`):
    handed to ``on_decision``.
 
 Seams (typed :class:`~typing.Protocol` s, so a reader and mypy see what plugs in where):
-:class:`DecisionSink` takes the audit trail (:class:`pricing.audit.AuditLog`),
+:class:`DecisionSink` takes the audit trail (:class:`audit.log.AuditLog`),
 :class:`ModelSource` hands out the promoted models (:class:`feedback.registry.ModelRegistry`),
 and ``on_decision`` (a :data:`DecisionCallback`) publishes each decision. A caller that decides
 what to record itself (progressive delivery stamps the arm first) prices with
@@ -80,7 +80,7 @@ DecisionCallback = Callable[[PricingRequest, PricingDecision], None]
 
 
 class DecisionSink(Protocol):
-    """Where the audit trail of decisions goes (:class:`pricing.audit.AuditLog`).
+    """Where the audit trail of decisions goes (:class:`audit.log.AuditLog`).
 
     ``append`` may raise anything (a closed log, a full disk): :func:`record_decision` counts it
     and the price still goes back to the caller.
@@ -221,7 +221,7 @@ class Scorer:
         heavy: the heavy pricer, or ``None`` (the light quote stands).
         router: a :class:`~routing.router.TieredRouter`.
         stats: metrics (a fresh :class:`~pricing.metrics.ScorerMetrics` when ``None``).
-        audit: a :class:`DecisionSink` such as :class:`~pricing.audit.AuditLog` (or ``None``).
+        audit: a :class:`DecisionSink` such as :class:`~audit.log.AuditLog` (or ``None``).
         on_decision: called with (request, decision) after every decision, e.g. to publish it.
         training_stats: the light model's training statistics for the out-of-distribution signal;
             when ``None``, the light pricer's ``ood_distance`` (share outside its training envelope).

@@ -27,8 +27,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from routing.calibration import Thresholds
-from routing.delivery.state import load_state_file, write_atomic
 from routing.errors import StateFileError
+from routing.state_file import load_state_file, write_atomic
 
 
 class ThresholdState(BaseModel):

@@ -64,7 +64,7 @@ STALE_REASON = "stale_features"
 """``degraded_reason`` prefix of a decision whose features were too old (``pricing.degraded.STALE_FEATURES``)."""
 
 SHADOW_SUFFIX = "-shadow"
-"""Suffix of the ``arm`` of a decision priced in the background and never shown (``pricing.rollout``)."""
+"""Suffix of the ``arm`` of a decision priced in the background and never shown (``delivery.rollout``)."""
 
 _REQUEST_FIELDS = ("hotel_id", "room_type", "stay_date", "channel")
 

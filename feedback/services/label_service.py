@@ -19,7 +19,7 @@ the tier models without the original request. ``nights`` is not on a decision
 and stays missing.
 
 Cold start: with a :class:`LabelCounts` store (the serving path's hotel history,
-:class:`~pricing.cold_start_serving.RedisHistoryStore`) the service keeps each hotel's count of
+:class:`~delivery.cold_start.RedisHistoryStore`) the service keeps each hotel's count of
 decisions labelled and of those booked (net of cancellations), checkpointed with the joiner, and
 sets those totals in the store before each commit. The stage rule of ``serve`` reads them, so a new
 hotel moves from ``transfer`` to ``own`` as its labels are joined. Totals, not increments: a batch

@@ -13,8 +13,8 @@ from pricestream.settings import Settings
 if TYPE_CHECKING:
     import pandas as pd
 
+    from delivery.cold_start import RedisHistoryStore
     from pricing.cold_start import ColdStartConfig
-    from pricing.cold_start_serving import RedisHistoryStore
 
 app = new_app("Cold start of a new hotel: rules on day one, the pooled models, then its own labels.")
 
@@ -166,8 +166,8 @@ def refits(
 
 def history_store(s: Settings) -> RedisHistoryStore:
     """The served hotels' cold-start history (first request, label counts) in the online store's Redis."""
+    from delivery.cold_start import RedisHistoryStore, history_prefix
     from features.connection import redis_client
-    from pricing.cold_start_serving import RedisHistoryStore, history_prefix
 
     features = s.features()
     return RedisHistoryStore(redis_client(features), prefix=history_prefix(features.project))  # type: ignore[arg-type]

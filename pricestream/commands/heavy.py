@@ -1,4 +1,4 @@
-"""``pricestream heavy serve``: the heavy tier as its own service (``pricing.heavy_service``)."""
+"""``pricestream heavy serve``: the heavy tier as its own service (``serving.heavy``)."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def heavy_serve(
 
     from pricestream.control import enabled, follow_models
     from pricestream.wiring import ensure_models, pricer_loader
-    from pricing.heavy_service import HeavySlot, create_heavy_app
     from pricing.scorer import ModelSource
+    from serving.heavy import HeavySlot, create_heavy_app
 
     s = settings().model_copy(update={"heavy_tier": "local"})  # this process holds the model itself
     follower = None

@@ -18,7 +18,7 @@ app = new_app("API keys of the HTTP API (hashed at rest; servers re-read the fil
 @app.command("add")
 def add(client: Annotated[str, typer.Argument(help="who holds the key (its rate-limit identity)")]) -> None:
     """Create a key for CLIENT and print it (the only time it is shown)."""
-    from pricing.auth import KeyStore
+    from serving.auth import KeyStore
 
     store = KeyStore(settings().keys_file())
     key = store.add(client)
@@ -28,7 +28,7 @@ def add(client: Annotated[str, typer.Argument(help="who holds the key (its rate-
 @app.command("revoke")
 def revoke(ident: Annotated[str, typer.Argument(help="key id, or a client name (revokes all its keys)")]) -> None:
     """Revoke a key (or every key of a client); servers refuse it within a second."""
-    from pricing.auth import KeyStore
+    from serving.auth import KeyStore
 
     store = KeyStore(settings().keys_file())
     if not store.revoke(ident):
@@ -39,7 +39,7 @@ def revoke(ident: Annotated[str, typer.Argument(help="key id, or a client name (
 @app.command("list")
 def list_keys() -> None:
     """Every key: id, client, created, revoked (never the key)."""
-    from pricing.auth import KeyStore
+    from serving.auth import KeyStore
 
     store = KeyStore(settings().keys_file())
     rows = [(r.id, r.client, r.created, r.revoked or "-") for r in store.records()]

@@ -9,16 +9,16 @@ import typer
 from pricestream.commands.common import fail, new_app, out, table
 
 if TYPE_CHECKING:
-    from events.simulator import Market
+    from market import Market
 
 app = new_app("The simulated hotel market: presets calibrated to the Hotel Booking Demand dataset.")
 
 
 def _preset_market(preset: str, *, hotels: int, seed: int) -> Market:
     """The market of ``preset`` (exits with the known presets named if it is not one)."""
-    from events.simulator import Market
-    from events.simulator.presets import PRESETS
-    from events.simulator.presets import preset as make
+    from market import Market
+    from market.presets import PRESETS
+    from market.presets import preset as make
 
     if preset not in PRESETS:
         fail(f"--preset: got {preset!r}, expected one of {sorted(PRESETS)}")
@@ -37,7 +37,7 @@ def calibrate(
     ] = 8000,
 ) -> None:
     """Each dataset figure against its target and tolerance; exit code 1 if any misses."""
-    from events.simulator.calibration import check
+    from market.calibration import check
 
     checks = check(preset, _preset_market(preset, hotels=hotels, seed=seed), n=offers, seed=seed)
     if not checks:
@@ -69,10 +69,10 @@ def bound(
         bool, typer.Option("--held", help="cancelled bookings hold their rooms until they cancel (tighter bound)")
     ] = False,
 ) -> None:
-    """The fluid LP bound on any policy's expected net revenue for a window (events.simulator.fluid)."""
+    """The fluid LP bound on any policy's expected net revenue for a window (market.fluid)."""
     from datetime import datetime
 
-    from events.simulator.fluid import fluid_bound
+    from market.fluid import fluid_bound
 
     market = _preset_market(preset, hotels=hotels, seed=0)
     try:

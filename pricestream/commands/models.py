@@ -13,8 +13,8 @@ import typer
 from pricestream.commands.common import err, fail, kv_table, new_app, out, settings, table
 
 if TYPE_CHECKING:
+    from delivery import Evidence, RolloutController
     from feedback.registry import ModelRegistry
-    from routing.delivery import Evidence, RolloutController
 
 models_app = new_app("The model registry: versions, promotion, rollback.")
 rollout_app = new_app("Progressive delivery of a model version: shadow, canary, blend, full.")
@@ -111,7 +111,7 @@ def models_publish() -> None:
 
 # ---------------------------------------------------------------------------------------------- rollout
 def _controller() -> RolloutController:
-    from routing.delivery import RolloutController
+    from delivery import RolloutController
 
     return RolloutController(settings().delivery())
 
@@ -169,7 +169,7 @@ def rollout_advance(
 ) -> None:
     """Run the gates of the current stage and move on, or abort naming the failed gate.
 
-    Evidence comes from ``--evidence`` (a JSON object with the ``routing.delivery.Evidence`` arrays),
+    Evidence comes from ``--evidence`` (a JSON object with the ``delivery.Evidence`` arrays),
     or by default (``--source live``) from the running system's streams since the stage began: the
     served and shadow decisions on ``pricing.decisions`` (paired prices, candidate latency) and
     ``feedback.labels`` (bookings and revenue per arm). ``--source replay`` uses a seeded simulator
@@ -221,8 +221,8 @@ def rollout_abort(
 
 
 def _live_evidence(controller: RolloutController) -> Evidence:
+    from delivery.live import live_evidence
     from pricestream.commands.monitoring import read_records
-    from routing.delivery.live import live_evidence
 
     state = controller.status()
     since = state.history[-1].at if state.history else None
@@ -239,7 +239,7 @@ def _live_evidence(controller: RolloutController) -> Evidence:
 
 
 def _read_evidence(path: Path) -> Evidence:
-    from routing.delivery import Evidence
+    from delivery import Evidence
 
     try:
         body = json.loads(path.read_text())

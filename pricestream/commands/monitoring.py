@@ -1,6 +1,6 @@
 """Inputs of ``pricestream monitor report``, read from what the platform already records.
 
-* the audit log (:mod:`pricing.audit`): tier, latency, price, model version and the input hash of
+* the audit log (:mod:`audit.log`): tier, latency, price, model version and the input hash of
   every decision -> tier shares per hour, latency per tier, same-input flip rate per hour;
 * feature rows: the decisions' own features when a ``--decisions`` JSON-lines file of
   :class:`events.models.PricingDecision` is given, else the offline store's latest value of each
@@ -9,7 +9,7 @@
 
 Example:
     >>> import tempfile, pathlib
-    >>> from pricing.audit import AuditLog
+    >>> from audit.log import AuditLog
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.jsonl"
     >>> with AuditLog(path) as log:
     ...     _ = log.append_entry({"tier": "light", "latency_ms": 2.0, "input_sha256": "x",

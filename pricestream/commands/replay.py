@@ -27,13 +27,13 @@ import pandas as pd
 
 from events.catalog import ALL_FEATURES
 from events.models import CHANNELS, PricingRequest
-from events.simulator import Market, MarketConfig, training_frame
+from market import Market, MarketConfig, training_frame
 from pricing.rules import RuleSet
 from routing.complexity import complexity_score, inputs_from
 
 if TYPE_CHECKING:
+    from delivery import Evidence
     from feedback.registry import ModelRegistry
-    from routing.delivery import Evidence
 
 REPLAY_DAYS = 30
 """Width of the simulated time range the replay requests fall into."""
@@ -59,7 +59,7 @@ class ReplayRequests:
 
     @classmethod
     def sample(cls, *, n: int, seed: int, hotels: int) -> ReplayRequests:
-        """``n`` offers sampled the way shoppers arrive (``events.simulator.training_frame``)."""
+        """``n`` offers sampled the way shoppers arrive (``market.training_frame``)."""
         market = Market(MarketConfig(hotels=hotels, seed=seed))
         frame = training_frame(market, n=n, seed=seed + 1, days=REPLAY_DAYS)
         requests, feats = [], []
@@ -129,8 +129,8 @@ def replay_evidence(registry: ModelRegistry, rules: RuleSet, version: str, incum
                     seed: int, hotels: int = 8) -> Evidence:
     """Gate evidence for a rollout of ``version`` against ``incumbent``: both price the same ``n`` simulated
     requests; outcomes are drawn from the market truth on two disjoint halves, as a canary split would see."""
+    from delivery import Evidence
     from pricing.tiers import load_pricer
-    from routing.delivery import Evidence
 
     replay = ReplayRequests.sample(n=n, seed=seed, hotels=hotels)
     inc = replay.quote(load_pricer(registry.show(incumbent).path), rules)

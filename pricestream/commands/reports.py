@@ -39,9 +39,9 @@ def monitor_report(
     one ``pricestream demo`` started from here (its audit log, topics, rollout and drift reference),
     whichever wrote its audit log last.
     """
+    from delivery import StateStore
     from pricestream.commands import monitoring as mon
     from pricestream.deployment import latest_deployment
-    from routing.delivery import StateStore
 
     s = settings()
     if audit_log is None:

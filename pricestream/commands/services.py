@@ -211,9 +211,9 @@ def newest_training_snapshot(s: Settings) -> Snapshot:
 
 
 def _bootstrap_snapshot(s: Settings) -> Snapshot:
-    from events.simulator import Market, MarketConfig, training_frame
     from features.snapshots import freeze
     from feedback.services.trainer_service import Snapshot
+    from market import Market, MarketConfig, training_frame
     from pricestream.wiring import BOOTSTRAP_DAYS, BootstrapModels
 
     market = Market(MarketConfig(hotels=BootstrapModels().hotels, seed=s.seed))

@@ -84,7 +84,7 @@ def seed_mature(env: dict[str, str], hotels: Sequence[str]) -> None:
 
     import redis
 
-    from pricing.cold_start_serving import RedisHistoryStore, history_prefix
+    from delivery.cold_start import RedisHistoryStore, history_prefix
 
     client = redis.Redis.from_url(env["PRICESTREAM_REDIS_URL"])
     store = RedisHistoryStore(client, prefix=history_prefix(env["PRICESTREAM_FEAST_PROJECT"]))  # type: ignore[arg-type]

@@ -26,11 +26,11 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from delivery import DeliveryConfig, assign_arm
 from feedback.registry import ModelRegistry
 from infra.config import StackConfig
 from pricestream.cli import app
 from pricestream.settings import Settings
-from routing.delivery import DeliveryConfig, assign_arm
 from tests.integration.serve_helpers import STAY_DATE, Server, free_port, seed_models, stack_env, start_serve
 
 pytestmark = pytest.mark.integration

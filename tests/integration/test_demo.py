@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from audit.log import verify
 from infra.config import StackConfig
 from pricestream.demo import DEFAULT_MARKET, DemoReport, run_demo
 from pricestream.deployment import free_ports, settings_env
 from pricestream.settings import Settings
-from pricing.audit import verify
 
 pytestmark = [pytest.mark.integration, pytest.mark.flink]
 
@@ -79,8 +79,8 @@ def _comparison_replays_the_runs_shoppers(report: DemoReport, *, hotels: int, se
     """
     from datetime import UTC, datetime
 
-    from events.simulator import static_policy
-    from events.simulator.evaluate import simulate_days
+    from market import static_policy
+    from market.evaluate import simulate_days
     from pricestream.cli import _demo_revenue
     from pricestream.demo import demo_market
 
@@ -95,7 +95,7 @@ def _comparison_replays_the_runs_shoppers(report: DemoReport, *, hotels: int, se
     assert abs(static_day0(report.market) - frame.static[0]) < 1e-6
     assert abs(static_day0("flat") - frame.static[0]) > 1.0
     lines = report.summary_lines(revenue=_demo_revenue(report, hotels=hotels, seed=seed))
-    assert f"market: {report.market} (events.simulator.presets)" in lines
+    assert f"market: {report.market} (market.presets)" in lines
     rows = {name: line.split()[len(name.split()):] for line in lines for name in
             ("pricestream", "static", "rules only", "myopic oracle", "DP oracle") if line.startswith(f"  {name} ")}
     assert len(rows) == 5, lines

@@ -22,12 +22,12 @@ import pytest
 from events.catalog import DAY_MS, HOUR_MS, MINUTE_MS, VIEWS
 from events.config import KafkaConfig
 from events.models import dumps
-from events.simulator import Market, MarketConfig, simulate
 from features.config import FeaturesConfig
 from features.online_writer import OnlineWriter
 from features.rows import parse_row
 from features.store import build_store
 from infra.config import StackConfig
+from market import Market, MarketConfig, simulate
 from pipelines.config import FeatureJobConfig, OnlineSink
 from pipelines.feature_job import run
 from tests.integration._features_helpers import drop_project_keys

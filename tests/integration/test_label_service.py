@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from delivery.cold_start import MemoryHistoryStore
 from events.admin import create_topics
 from events.config import KafkaConfig
 from events.consumer import DLQ_HEADERS
@@ -17,7 +18,6 @@ from events.topics import TOPICS
 from feedback.services.kafka_io import drain
 from feedback.services.label_service import LabelService, LabelServiceConfig
 from infra.config import StackConfig
-from pricing.cold_start_serving import MemoryHistoryStore
 
 pytestmark = pytest.mark.integration
 
@@ -137,7 +137,7 @@ def test_a_new_hotel_moves_from_rules_to_transfer_to_own_as_the_label_service_jo
     import httpx
     import redis
 
-    from pricing.cold_start_serving import RedisHistoryStore, history_prefix
+    from delivery.cold_start import RedisHistoryStore, history_prefix
     from routing.calibration import Thresholds
     from routing.threshold_state import ThresholdStore
     from tests.integration.serve_helpers import (

@@ -243,8 +243,8 @@ def test_the_feature_jobs_sink_writes_the_cluster_as_the_python_writer_does(
 
     from events.config import KafkaConfig
     from events.models import dumps
-    from events.simulator import Market, MarketConfig, simulate
     from features.rows import parse_row
+    from market import Market, MarketConfig, simulate
     from pipelines.config import FeatureJobConfig, OnlineSink
     from pipelines.feature_job import run
     from tests.integration.flink_helpers import make_topics, read_all

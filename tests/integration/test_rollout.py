@@ -15,31 +15,31 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 
+from delivery import DeliveryConfig, GateLimits, Stage, hash_unit
+from delivery.rollout import RolloutScorer
 from events.admin import create_topics
 from events.catalog import ALL_FEATURES, VIEWS
 from events.config import KafkaConfig
 from events.consumer import EventConsumer
 from events.models import OutcomeLabel, PricingDecision, PricingRequest
 from events.producer import Producer
-from events.simulator import Market, MarketConfig, Offer
-from events.simulator.generator import Simulation
 from events.topics import TOPICS
 from features.config import FeaturesConfig
 from features.online_source import RedisFeatureSource
 from features.online_writer import OnlineWriter
 from feedback.offpolicy import evaluate
 from infra.config import StackConfig
+from market import Market, MarketConfig, Offer
+from market.generator import Simulation
+from market.synthetic import training_frame
 from pricing.feature_source import FeatureSource, MemoryFeatureSource
 from pricing.models import DemandModelConfig
-from pricing.rollout import RolloutScorer
 from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig
-from pricing.service import create_app
-from pricing.synthetic import training_frame
 from pricing.tiers import Quote, TierPricer, load_pricer
 from pricing.training import train_bundle
-from routing.delivery import DeliveryConfig, GateLimits, Stage, hash_unit
 from routing.router import Thresholds, TieredRouter
+from serving.http import create_app
 from tests.integration._features_helpers import T0_MS, drop_project_keys, features_config, make_row
 
 pytestmark = pytest.mark.integration

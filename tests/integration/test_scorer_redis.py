@@ -24,11 +24,11 @@ from features.online_writer import OnlineWriter
 from features.rows import FeatureRow
 from infra import redis_server
 from infra.config import StackConfig
+from market.synthetic import training_frame
 from pricing.degraded import FEATURE_STORE_UNAVAILABLE
 from pricing.models import DemandModelConfig
 from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig
-from pricing.synthetic import training_frame
 from pricing.tiers import load_pricer
 from pricing.training import train_bundle
 from routing.calibration import Thresholds

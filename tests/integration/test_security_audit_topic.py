@@ -17,16 +17,16 @@ import pytest
 from confluent_kafka import KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
 
+from audit.anchors import anchors_path, resolve_key
+from audit.errors import AuditLogError
+from audit.kafka_anchors import TopicAnchorPublisher, read_topic_anchors
+from audit.log import AuditLog, head_path, verify
 from events.admin import create_topics
 from infra.config import StackConfig
 from infra.kafka_security import apply_acls
 from pricestream.deployment import settings_env
 from pricestream.settings import Settings
 from pricestream.supervision import executable
-from pricing.audit import AuditLog, head_path, verify
-from pricing.audit_anchors import anchors_path, resolve_key
-from pricing.audit_kafka import TopicAnchorPublisher, read_topic_anchors
-from pricing.errors import AuditLogError
 
 pytestmark = pytest.mark.integration
 

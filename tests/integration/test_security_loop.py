@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
+from audit.log import verify
 from infra.config import StackConfig
 from pricestream.demo import DemoReport, run_demo
 from pricestream.deployment import DEPLOYMENT_FILE, free_ports, settings_env
 from pricestream.settings import Settings
 from pricestream.supervision import executable
-from pricing.audit import verify
 from tests.integration._http_serve import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.flink]

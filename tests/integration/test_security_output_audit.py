@@ -18,21 +18,21 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from audit.log import AuditLog
+from delivery import DeliveryConfig
+from delivery.rollout import RolloutScorer
 from events.catalog import ALL_FEATURES
 from events.models import PricingRequest
-from pricing.audit import AuditLog
+from market.synthetic import training_frame
 from pricing.feature_source import MemoryFeatureSource
 from pricing.models import DemandModelConfig
 from pricing.output_audit import OutputAudit, OutputAuditConfig, output_audit_counter, rules_band
-from pricing.rollout import RolloutScorer
 from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig
-from pricing.service import create_app
-from pricing.synthetic import training_frame
 from pricing.tiers import Quote, load_pricer
 from pricing.training import train_bundle
-from routing.delivery import DeliveryConfig
 from routing.router import Thresholds, TieredRouter
+from serving.http import create_app
 
 pytestmark = pytest.mark.integration
 

@@ -85,7 +85,7 @@ def test_a_drift_recalibration_moves_the_running_servers_tiers(served: Server) -
 
 def _seed_log_with_line_separators(env: dict[str, str]) -> None:
     """An audit log from before the contract refused U+2028 / U+0085 in ids (or from another writer)."""
-    from pricing.audit import AuditLog
+    from audit.log import AuditLog
 
     path = Path(env["PRICESTREAM_STATE_DIR"]) / "data" / "audit" / "decisions.jsonl"
     with AuditLog(path) as log:
@@ -155,8 +155,8 @@ def _traded_hotel_rows(env: dict[str, str], hotel: str, stay: str) -> None:
     from events.catalog import VIEWS
     from features.online_writer import OnlineWriter
     from features.rows import FeatureRow
+    from market.synthetic import training_frame
     from pricestream.settings import Settings
-    from pricing.synthetic import training_frame
 
     values = training_frame(1, seed=9).iloc[0]
     values["views_7d"] = 40.0  # behaviour before its first request: a hotel that traded
@@ -267,6 +267,7 @@ def test_a_new_hotel_in_stage_own_is_priced_by_the_trainers_refit_of_it_and_keep
     import uuid
     from datetime import UTC, datetime
 
+    from delivery.cold_start import NO_REFIT
     from events.admin import create_topics
     from events.producer import Producer
     from events.topics import TOPICS
@@ -274,7 +275,6 @@ def test_a_new_hotel_in_stage_own_is_priced_by_the_trainers_refit_of_it_and_keep
     from feedback.registry import ModelRegistry
     from pricestream.commands.cold_start import history_store
     from pricestream.settings import Settings
-    from pricing.cold_start_serving import NO_REFIT
     from routing.calibration import Thresholds
     from routing.threshold_state import ThresholdStore
 

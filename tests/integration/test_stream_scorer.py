@@ -15,15 +15,15 @@ from events.consumer import DLQ_HEADERS
 from events.models import PricingDecision, PricingRequest, SearchEvent, dumps
 from events.producer import Producer
 from events.topics import TOPICS
+from market.synthetic import training_frame
 from pricing.feature_source import MemoryFeatureSource
 from pricing.models import DemandModelConfig
 from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig
-from pricing.stream import StreamScorerConfig, run
-from pricing.synthetic import training_frame
 from pricing.tiers import load_pricer
 from pricing.training import train_bundle
 from routing.router import TieredRouter
+from serving.stream import StreamScorerConfig, run
 
 pytestmark = pytest.mark.integration
 

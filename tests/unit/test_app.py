@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from audit.log import verify
+from delivery import StateStore
 from events.models import PricingRequest
 from feedback.registry import ModelRegistry
 from pricestream.app import build_serving_path, promote_trained
 from pricestream.settings import Settings
 from pricestream.wiring import BootstrapModels
-from pricing.audit import verify
 from pricing.feature_source import MemoryFeatureSource
-from routing.delivery import StateStore
 
 TINY = BootstrapModels(light_trees=3, heavy_members=2, heavy_trees=3)
 
@@ -68,7 +68,7 @@ def test_a_closed_path_audits_every_served_decision_and_a_late_request_never_rai
 def test_cold_start_is_on_by_default_and_its_setting_turns_it_off(
     trained: tuple[Settings, str, str], tmp_path: Path, serve: bool
 ) -> None:
-    from pricing.cold_start_serving import StagedScorer
+    from delivery.cold_start import StagedScorer
 
     s, _, _ = trained
     update = {"rollout_state": tmp_path / "r.json"} | ({} if serve else {"cold_start_serve": False})

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pricing.audit import AuditLog, canonical_json, head_path, sha256_hex, verify
-from pricing.audit_anchors import anchor_record, anchors_path, mac_hex
+from audit.anchors import anchor_record, anchors_path, mac_hex
+from audit.log import AuditLog, canonical_json, head_path, sha256_hex, verify
 
 KEY = "test-audit-key-0123456789"
 ENTRIES = 60

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from routing.delivery.bandit import ThompsonBlend
+from delivery.bandit import ThompsonBlend
 from routing.errors import RoutingInputError
 
 

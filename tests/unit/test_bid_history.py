@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from events.models import dumps
-from events.simulator import Market, static_policy
-from events.simulator.compare import run_window
-from events.simulator.presets import preset
+from market import Market, static_policy
+from market.compare import run_window
+from market.presets import preset
 from pricestream.cli import app
 from pricestream.settings import Settings
 from pricestream.wiring import bid_config, pricer_loader

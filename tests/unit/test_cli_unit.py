@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from audit.log import AuditLog
 from features.snapshots import freeze
 from feedback.registry import ModelRegistry
 from pricestream.cli import app
-from pricing.audit import AuditLog
 
 runner = CliRunner()
 

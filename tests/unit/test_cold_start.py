@@ -248,9 +248,9 @@ def test_partial_windows_estimate_the_week_before_last_from_the_days_seen() -> N
     assert old["bookings_prev_7d"] is None and old["booking_pace_7d"] is None  # as before run 7
 
 
-# Cold start in the service (pricing.cold_start_serving): the stage rule in front of the service's scorer.
+# Cold start in the service (delivery.cold_start): the stage rule in front of the service's scorer.
 
-from pricing.cold_start_serving import MemoryHistoryStore, StagedScorer  # noqa: E402
+from delivery.cold_start import MemoryHistoryStore, StagedScorer  # noqa: E402
 
 
 class _BrokenStore(MemoryHistoryStore):

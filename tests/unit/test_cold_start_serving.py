@@ -1,10 +1,10 @@
-"""Cold start in the served scorer: stage two explored with logged propensities (``pricing.cold_start_serving``)."""
+"""Cold start in the served scorer: stage two explored with logged propensities (``delivery.cold_start``)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from pricing.cold_start_serving import MemoryHistoryStore
+from delivery.cold_start import MemoryHistoryStore
 from pricing.feature_source import MemoryFeatureSource
 from tests.unit.test_cold_start import NOW, _request, _staged
 

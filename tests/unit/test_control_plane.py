@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from feedback.registry import ModelRegistry
-from pricestream.control import registry_view
-from pricing.control_plane import (
+from delivery import RolloutState, Stage
+from delivery.control_plane import (
     Artefact,
     ArtefactMismatch,
     ControlPlaneError,
@@ -19,7 +18,8 @@ from pricing.control_plane import (
     RegistryView,
     parse_record,
 )
-from routing.delivery import RolloutState, Stage
+from feedback.registry import ModelRegistry
+from pricestream.control import registry_view
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 

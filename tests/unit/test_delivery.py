@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from routing.delivery import (
+from delivery import (
     ArmSet,
     DeliveryConfig,
     Evidence,
@@ -262,8 +262,8 @@ def test_corrupt_state_file_names_the_path(tmp_path: Path) -> None:
 def test_the_shadow_gates_limits_are_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """PRICESTREAM_ROLLOUT_* reach the gates: a candidate moving a fifth of prices by 3% fails the default flip gate
     (1%, at most 10% flipped) and passes one whose flip is a move beyond the demo's 5% band, a quarter allowed."""
+    from delivery.gates import flip_rate_gate
     from pricestream.settings import Settings
-    from routing.delivery.gates import flip_rate_gate
 
     incumbent = np.full(200, 100.0)
     candidate = incumbent.copy()

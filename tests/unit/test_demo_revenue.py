@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from events.simulator import Market, MarketConfig, Offer, oracle_policy, static_policy
-from events.simulator.evaluate import NetValueRecorder, offer_value, simulate_days
+from market import Market, MarketConfig, Offer, oracle_policy, static_policy
+from market.evaluate import NetValueRecorder, offer_value, simulate_days
 from pricestream.demo import revenue_lines
 from pricestream.demo_revenue import comparison, rules_policy, run_oracle
 from pricing.rules import RuleSet

@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from events.simulator import DPOracle, Market, oracle_policy, static_policy
-from events.simulator.compare import run_window
-from events.simulator.dp import solve as dp_solve
-from events.simulator.errors import SimulatorError
-from events.simulator.fluid import (
+from market import DPOracle, Market, oracle_policy, static_policy
+from market.compare import run_window
+from market.dp import solve as dp_solve
+from market.errors import SimulatorError
+from market.fluid import (
     HOLD_LEADS,
     Classes,
     Holding,
@@ -23,7 +23,7 @@ from events.simulator.fluid import (
     solve,
     solve_held,
 )
-from events.simulator.presets import preset
+from market.presets import preset
 
 
 def _random_market(rng: np.random.Generator) -> dict[str, np.ndarray | int]:
@@ -129,7 +129,7 @@ def test_a_stay_uses_every_night_it_covers() -> None:
 
 def test_the_bound_sees_the_shoppers_the_simulator_draws() -> None:
     """Stay lengths keep their whole mix, and a night's expected shoppers match the simulator's hourly rates."""
-    from events.simulator.fluid import TAIL, _nights_pmf
+    from market.fluid import TAIL, _nights_pmf
 
     for mean in (1.5, 2.6, 4.5):
         pmf = _nights_pmf(mean)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from routing.delivery.gates import (
+from delivery.gates import (
     Evidence,
     GateLimits,
     booking_rate_gate,

@@ -1,7 +1,7 @@
 """Cold start, stage three in the deployed system: a new hotel's refit published under it and served for it.
 
 ``feedback.hotel_refit`` (the trainer's refitter), ``feedback.hotel_models.HotelModels`` (where it is published)
-and ``pricing.cold_start_serving.StagedScorer`` (which loads it per hotel), without services.
+and ``delivery.cold_start.StagedScorer`` (which loads it per hotel), without services.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from delivery.cold_start import BAD_REFIT, NO_REFIT, MemoryHistoryStore, StagedScorer
 from events.models import PricingRequest
 from feedback.errors import RegistryError
 from feedback.hotel_models import HotelModels
 from feedback.hotel_refit import HotelRefitter, RefitConfig
 from feedback.registry import ModelRegistry
 from pricing.cold_start import ColdStartConfig
-from pricing.cold_start_serving import BAD_REFIT, NO_REFIT, MemoryHistoryStore, StagedScorer
 from pricing.feature_source import MemoryFeatureSource
 from pricing.models import DemandModelConfig
 from pricing.rules import RuleSet

@@ -1,4 +1,4 @@
-"""pricing.http_body: the strict parser's fast path never lets a non-JSON token through as a value."""
+"""serving.body: the strict parser's fast path never lets a non-JSON token through as a value."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pricing.http_body import MAX_DEPTH, BadRequest, parse_body, safe_value
+from serving.body import MAX_DEPTH, BadRequest, parse_body, safe_value
 
 BASE = '{"hotel_id": "h1", "room_type": "std", "stay_date": "2026-12-24", "guest_key": %s}'
 

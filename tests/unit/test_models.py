@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from events.models import PricingRequest
+from market.synthetic import training_frame
 from pricing.errors import BundleError, TrainingError
 from pricing.models import HEAVY_CONFIG, LIGHT_CONFIG, DemandModelConfig, predict_native
-from pricing.synthetic import training_frame
 from pricing.tiers import HeavyPricer, LightPricer, load_pricer
 from pricing.training import META_FILE, load_boosters, read_meta, train_bundle
 from pricing.vectorize import HEAVY_COLUMNS, LIGHT_COLUMNS, PRICE_RATIOS, Vectorizer, frame_matrix, price_columns

@@ -6,11 +6,11 @@ from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
 
-from events.simulator.config import MarketConfig
-from events.simulator.generator import Simulation
-from events.simulator.market import Market
-from events.simulator.oracle import DPOracle
-from events.simulator.shoppers import Offer
+from market.config import MarketConfig
+from market.generator import Simulation
+from market.market import Market
+from market.oracle import DPOracle
+from market.shoppers import Offer
 from pricing.bid_price import BidPriceConfig, DemandForecast, cost_per_night, dp_bid_price
 
 START = datetime(2026, 3, 1, tzinfo=UTC)

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from market.synthetic import optimal_price
 from pricing.errors import QuoteError
 from pricing.optimiser import optimise, price_grid
-from pricing.synthetic import optimal_price
 
 
 def logistic(intercept: float, elasticity: float):

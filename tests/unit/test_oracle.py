@@ -8,11 +8,11 @@ from datetime import UTC, date, datetime
 import numpy as np
 import pytest
 
-from events.simulator import Market, MarketConfig
-from events.simulator.dp import best_response, solve
-from events.simulator.errors import SimulatorError
-from events.simulator.oracle import DPOracle, lead_edges
-from events.simulator.shoppers import Offer
+from market import Market, MarketConfig
+from market.dp import best_response, solve
+from market.errors import SimulatorError
+from market.oracle import DPOracle, lead_edges
+from market.shoppers import Offer
 
 ONE = {"intent": np.ones(1), "rooms_pmf": np.ones((1, 1)), "nights": np.ones(1), "keep": np.ones(1)}
 

@@ -7,11 +7,11 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 from typer.testing import CliRunner
 
-from events.simulator import Market, MarketConfig
-from events.simulator.calibration import check, measure, occupancy
-from events.simulator.errors import UnknownKeyError
-from events.simulator.generator import Simulation
-from events.simulator.presets import preset, targets
+from market import Market, MarketConfig
+from market.calibration import check, measure, occupancy
+from market.errors import UnknownKeyError
+from market.generator import Simulation
+from market.presets import preset, targets
 from pricestream.cli import app
 
 

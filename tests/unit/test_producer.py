@@ -13,7 +13,7 @@ from events.config import KafkaConfig
 from events.errors import EventValidationError
 from events.models import InventoryEvent, ViewEvent, dumps
 from events.producer import Producer, _revalidate, producer_conf
-from events.simulator._fast import build
+from market._fast import build
 
 _T = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from delivery import DeliveryConfig, GateLimits, Stage
+from delivery.rollout import RolloutScorer
 from events.models import PricingDecision, PricingRequest
 from pricing.exploration import ExplorationConfig, explore
 from pricing.feature_source import MemoryFeatureSource
-from pricing.rollout import RolloutScorer
 from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig
 from pricing.tiers import Quote
-from routing.delivery import DeliveryConfig, GateLimits, Stage
 from routing.errors import RoutingInputError
 from routing.router import Thresholds, TieredRouter
 

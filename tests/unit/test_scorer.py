@@ -14,17 +14,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from audit.log import AuditLog, verify
 from events.catalog import ALL_FEATURES
 from events.models import CHANNELS, PricingDecision, PricingRequest
 from feedback.registry import ModelRegistry
-from pricing.audit import AuditLog, verify
+from market.synthetic import training_frame
 from pricing.degraded import sanitize_features
 from pricing.errors import FeatureStoreUnavailable
 from pricing.feature_source import FeatureRead, MemoryFeatureSource
 from pricing.models import DemandModelConfig
 from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig
-from pricing.synthetic import training_frame
 from pricing.tiers import HeavyPricer, LightPricer, Quote, load_pricer
 from pricing.training import train_bundle
 from routing.router import Thresholds, TieredRouter

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pricestream.settings import Settings
-from pricing.auth import AuthError, KeyRing, KeyStore, RateLimiter, auth_required, digest, key_id
+from serving.auth import AuthError, KeyRing, KeyStore, RateLimiter, auth_required, digest, key_id
 
 
 def test_keys_are_stored_as_hashes_and_listed_without_secrets(tmp_path: Path) -> None:

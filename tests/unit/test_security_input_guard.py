@@ -11,12 +11,12 @@ from datetime import UTC, date, datetime
 import pytest
 
 from events.models import PricingRequest
+from market.synthetic import training_frame
 from pricing.feature_source import MemoryFeatureSource
 from pricing.input_guard import InputGuardConfig, widened
 from pricing.models import DemandModelConfig
 from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig
-from pricing.synthetic import training_frame
 from pricing.tiers import LightPricer, load_pricer
 from pricing.training import train_bundle
 from routing.router import Thresholds, TieredRouter

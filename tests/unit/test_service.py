@@ -16,9 +16,9 @@ from pricing.errors import FeatureStoreUnavailable
 from pricing.feature_source import FeatureRead, MemoryFeatureSource
 from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig
-from pricing.service import ServiceConfig, create_app
 from pricing.tiers import Quote
 from routing.router import Thresholds, TieredRouter
+from serving.http import ServiceConfig, create_app
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 RULES = "min_price: 40\nmax_price: 600\ndefault_base_rate: 150\n"
@@ -225,7 +225,7 @@ def test_anything_the_contract_model_raises_is_a_422_naming_the_field(
 ) -> None:
     from pydantic import field_validator
 
-    import pricing.http_body as http_body
+    import serving.body as http_body
 
     class Fragile(PricingRequest):
         @field_validator("guest_key")

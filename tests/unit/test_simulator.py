@@ -11,12 +11,12 @@ import pytest
 
 from events.catalog import ALL_FEATURES, REQUEST_FEATURES
 from events.models import dumps, parse_event
-from events.simulator.config import MarketConfig
-from events.simulator.errors import PolicyError, SimulatorError, UnknownKeyError
-from events.simulator.evaluate import oracle_policy, run_policy, static_policy
-from events.simulator.frames import FRAME_COLUMNS, training_frame
-from events.simulator.generator import Offer, Simulation, simulate
-from events.simulator.market import Market
+from market.config import MarketConfig
+from market.errors import PolicyError, SimulatorError, UnknownKeyError
+from market.evaluate import oracle_policy, run_policy, static_policy
+from market.frames import FRAME_COLUMNS, training_frame
+from market.generator import Offer, Simulation, simulate
+from market.market import Market
 
 AT = datetime(2026, 2, 1, 9, 30, tzinfo=UTC)
 

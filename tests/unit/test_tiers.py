@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from events.catalog import ALL_FEATURES
 from events.models import PricingRequest
+from market.synthetic import demand_logit, optimal_price, training_frame
 from pricing.errors import QuoteError
 from pricing.models import HEAVY_CONFIG
-from pricing.synthetic import demand_logit, optimal_price, training_frame
 from pricing.tiers import HEAVY_GRID, LIGHT_GRID, HeavyPricer, LightPricer, TierPricer, load_pricer
 from pricing.training import train_bundle
 from pricing.vectorize import price_columns

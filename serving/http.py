@@ -1,0 +1,383 @@
+"""HTTP pricing service: a FastAPI app around a :class:`~pricing.scorer.Scorer`.
+
+Routes: ``POST /v1/price``, ``POST /v1/price:batch``, ``GET /healthz``,
+``GET /metrics`` (Prometheus text) and ``GET /openapi.json``. ``/healthz`` and ``/metrics``
+can move to a separate ops app (:func:`create_ops_app`, its own port).
+
+Security (:mod:`serving.auth`): with a keys file, ``/v1/`` needs an API key (401 without a
+valid one; the file is re-read when it changes); with a rate limit, a client above it gets
+429 with ``Retry-After``.
+
+Contract: a valid request always gets a 200 (the scorer degrades instead of
+failing). Any other body gets a 4xx, never a 5xx, whose body is strict JSON naming
+the field, the value and the expectation (:mod:`serving.body` parses every body):
+413 over ``max_body_bytes``, 415 for a content type other than JSON, 422 for bytes that
+are not strict JSON or break the request contract. An optional ``X-Deadline-Ms``
+header shortens the time budget, counted from the moment the request reached the app.
+
+``/healthz`` answers 503 with ``{"status": "degraded", "reason": "redis: ..."}`` while a
+dependency that decisions need fails (the feature store, probed on each call, or the
+audit log), and 200 otherwise. Reasons never carry credentials.
+
+Example:
+    >>> from fastapi.testclient import TestClient
+    >>> from pricing.feature_source import MemoryFeatureSource
+    >>> from pricing.rules import RuleSet
+    >>> from pricing.scorer import Scorer, ScorerConfig
+    >>> from routing.router import TieredRouter
+    >>> scorer = Scorer(ScorerConfig(), rules=RuleSet.from_yaml("min_price: 50\\nmax_price: 500\\n"),
+    ...                 feature_source=MemoryFeatureSource(), light=None, heavy=None, router=TieredRouter())
+    >>> client = TestClient(create_app(scorer))
+    >>> body = {"hotel_id": "h1", "room_type": "std", "stay_date": "2026-12-24", "nights": 0}
+    >>> r = client.post("/v1/price", json=body)
+    >>> r.status_code, r.json()["errors"][0]["field"]
+    (422, 'nights')
+    >>> r = client.post("/v1/price", content=b'{"hotel_id": "h1", "nights": NaN}',
+    ...                 headers={"content-type": "application/json"})
+    >>> r.status_code, r.json()["errors"][0]["value"]
+    (422, 'NaN')
+    >>> client.post("/v1/price", json={**body, "nights": 2}).json()["tier"]
+    'rules'
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Header, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import PlainTextResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from events.models import PricingDecision
+from events.redact import redact, redact_exception
+from pricing.errors import FeatureStoreUnavailable
+from pricing.metrics import ScorerMetrics
+from pricing.scorer import Scorer
+from serving.auth import KeyRing, RateLimiter, SecurityGate, refused_counter
+from serving.body import BadRequest, FieldError, error_json, from_validation_errors, parse_body
+from serving.openapi import ERROR_RESPONSES, HEALTH_RESPONSES, METRICS_RESPONSES, Health, documented_openapi
+from serving.openapi import request_body as spec_request_body
+
+MAX_DEADLINE_MS = 10_000.0
+"""Largest ``X-Deadline-Ms`` accepted: longer budgets only hide a stuck dependency."""
+
+PROBE_KEY = ("\x00healthz", "\x00", date(2000, 1, 1))
+"""Stay key the health probe reads: no real hotel has it (NUL is outside the contract's ``hotel_id``),
+so the probe costs one round trip of the very kind a decision makes, and finds nothing."""
+
+_KNOWN_ROUTES = frozenset({"/v1/price", "/v1/price:batch", "/healthz", "/metrics", "/openapi.json", "/docs"})
+
+Probe = Callable[[], None]
+"""A health check: returns when the dependency works, raises when it does not."""
+
+_DeadlineHeader = Annotated[
+    float | None, Header(alias="X-Deadline-Ms", gt=0, le=MAX_DEADLINE_MS, description="time budget of this request, ms")
+]
+
+
+class ServiceConfig(BaseModel):
+    """Settings of the HTTP service.
+
+    Attributes:
+        max_body_bytes: larger bodies get a 413 (checked on Content-Length and on the bytes read).
+            64 kB holds a full batch (256 requests of ~200 bytes) with room to spare.
+        max_batch: most requests accepted by ``/v1/price:batch``.
+        deadline_ms: default time budget per request (the scorer's config when ``None``).
+        freeze_gc: at start-up, move every object alive (modules, models, the Feast registry) out of the
+            cyclic garbage collector's reach (``gc.freeze``), so that a full collection never walks them
+            (one costs ~150 ms with them on this machine, a stall the p99.9 would show).
+        keys_file: API keys file (:class:`~serving.auth.KeyStore`); None: ``/v1/`` needs no key.
+        rate_limit: per-client limits (``"100/second;2000/minute"``); None: unlimited.
+        ops_routes: serve ``/healthz`` and ``/metrics`` here (False: they live on :func:`create_ops_app`).
+        tls_cert: PEM certificate of the pricing port; with ``tls_key`` the server speaks HTTPS only.
+        tls_key: its unencrypted PEM private key.
+
+    Example:
+        >>> ServiceConfig().scheme, ServiceConfig(tls_cert=Path("c.pem"), tls_key=Path("k.pem")).scheme
+        ('http', 'https')
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_body_bytes: int = Field(default=64_000, gt=0)
+    max_batch: int = Field(default=256, ge=1)
+    deadline_ms: float | None = Field(default=None, gt=0, le=MAX_DEADLINE_MS)
+    freeze_gc: bool = True
+    keys_file: Path | None = None
+    rate_limit: str | None = None
+    ops_routes: bool = True
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> ServiceConfig:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            msg = (f"tls_key: got {self.tls_key}, expected the private key of tls_cert {self.tls_cert} "
+                   "(PRICESTREAM_HTTP_TLS_KEY), or neither")
+            if self.tls_cert is None:
+                msg = (f"tls_cert: got None, expected the certificate of tls_key {self.tls_key} "
+                       "(PRICESTREAM_HTTP_TLS_CERT), or neither")
+            raise ValueError(msg)
+        return self
+
+    @property
+    def scheme(self) -> str:
+        """``https`` with a certificate, else ``http``."""
+        return "http" if self.tls_cert is None else "https"
+
+
+class _Guard:
+    """Pure ASGI middleware: body size limit (declared and streamed) and status counting.
+
+    The body (small by construction) is read up front and replayed to the app, so an
+    oversized one is refused before any parsing, whatever Content-Length claimed.
+    """
+
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, stats: ScorerMetrics) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.stats = stats
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        scope.setdefault("state", {})["t0"] = time.perf_counter()
+        route = scope["path"] if scope["path"] in _KNOWN_ROUTES else "other"
+
+        async def counted(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                self.stats.http.labels(route=route, status=str(message["status"])).inc()
+            await send(message)
+
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
+            await _too_large(counted, self.max_body_bytes, declared.decode("latin-1"))
+            return
+        body = await self._read(receive)
+        if body is None:
+            await _too_large(counted, self.max_body_bytes, None)
+            return
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, counted)
+
+    async def _read(self, receive: Receive) -> bytes | None:
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            total += len(chunk)
+            if total > self.max_body_bytes:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+
+async def _too_large(send: Send, limit: int, declared: str | None) -> None:
+    got = f"Content-Length {declared[:40]}" if declared is not None else f"a streamed body over {limit} bytes"
+    refused = BadRequest(413, "payload_too_large", [FieldError("<body>", got, f"at most {limit} bytes")])
+    raw = error_json(refused, limit_bytes=limit)
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    await send({"type": "http.response.start", "status": 413, "headers": headers})
+    await send({"type": "http.response.body", "body": raw})
+
+
+async def _refused(request: Request, exc: Exception) -> Response:
+    del request
+    if isinstance(exc, RequestValidationError):
+        exc = from_validation_errors(exc.errors())
+    if not isinstance(exc, BadRequest):  # registered for these two types only
+        raise exc
+    return Response(error_json(exc), status_code=exc.status, media_type="application/json")
+
+
+def _budget(request: Request, header_ms: float | None, default_ms: float | None, config_ms: float) -> float:
+    """Milliseconds left of this request's budget (time already spent in the server is charged)."""
+    budget = header_ms if header_ms is not None else (default_ms if default_ms is not None else config_ms)
+    started = request.scope.get("state", {}).get("t0")
+    spent = 0.0 if started is None else (time.perf_counter() - started) * 1000.0
+    return max(0.0, budget - spent)
+
+
+@asynccontextmanager
+async def _frozen_gc(app: FastAPI) -> AsyncIterator[None]:
+    del app
+    gc.collect()
+    gc.freeze()
+    yield
+
+
+def feature_probe(source: Any) -> Probe:
+    """A probe that reads :data:`PROBE_KEY` from ``source`` (a :class:`~pricing.feature_source.FeatureSource`)."""
+
+    def probe() -> None:
+        source.read(*PROBE_KEY)
+
+    return probe
+
+
+def default_probes(scorer: Any) -> dict[str, Probe]:
+    """The scorer's feature source, named after its class (``RedisFeatureSource`` -> ``redis``).
+
+    A rollout serves through arms that share the incumbent's source: that one is probed.
+    """
+    source = getattr(scorer, "feature_source", None)
+    if source is None:
+        source = getattr(getattr(getattr(scorer, "arms", None), "incumbent", None), "feature_source", None)
+    if source is None:
+        return {}
+    name = type(source).__name__.removesuffix("FeatureSource").lower() or "feature_store"
+    return {name: feature_probe(source)}
+
+
+def health_report(scorer: Any, probes: Mapping[str, Probe]) -> tuple[int, dict[str, Any]]:
+    """``(status code, body)`` of ``/healthz``: 503 while a probe fails or the audit log cannot be written."""
+    health = dict(scorer.health())
+    failing: list[str] = []
+    if health.get("audit_failing"):
+        failing.append("audit: the decision log cannot be written")
+    for name, probe in probes.items():
+        try:
+            probe()
+        except FeatureStoreUnavailable as exc:
+            failing.append(f"{name}: {redact(str(exc))}")
+        except Exception as exc:  # noqa: BLE001 - a probe reports any failure; /healthz itself must answer
+            failing.append(f"{name}: {redact_exception(exc)}")
+    if failing:
+        health.update(status="degraded", reason="; ".join(failing))
+        return 503, health
+    if health.get("status") != "ok":  # served, but by rules alone: say so, stay in rotation
+        health["reason"] = "no light model loaded: rules prices only"
+    return 200, health
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with non-finite floats as ``None`` (a threshold at infinity must not turn /healthz into a 500)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def create_app(
+    scorer: Scorer,
+    config: ServiceConfig | None = None,
+    *,
+    probes: Mapping[str, Probe] | None = None,
+) -> FastAPI:
+    """Build the pricing API around ``scorer``.
+
+    Args:
+        scorer: the routed scorer (or anything with its surface: a rollout).
+        config: the service settings (:class:`ServiceConfig` defaults when ``None``).
+        probes: ``/healthz`` checks by name (:func:`default_probes` of ``scorer`` when ``None``).
+    """
+    config = config or ServiceConfig()
+    checks = default_probes(scorer) if probes is None else dict(probes)
+    app = FastAPI(
+        lifespan=_frozen_gc if config.freeze_gc else None,
+        title="pricestream pricing",
+        version="1",
+        description="Routed hotel room pricing: rules, a light and a heavy model. Decisions are audited.",
+    )
+    app.add_exception_handler(RequestValidationError, _refused)
+    app.add_exception_handler(BadRequest, _refused)
+    config_ms = scorer.config.deadline_ms
+    max_batch = config.max_batch
+
+    @app.post("/v1/price", response_model=PricingDecision, summary="Price one stay", responses=ERROR_RESPONSES,
+              openapi_extra=spec_request_body(batch=False, max_batch=max_batch))
+    async def price(request: Request, x_deadline_ms: _DeadlineHeader = None) -> Response:
+        body = parse_body(await request.body(), content_type=request.headers.get("content-type"))
+        # In the thread pool, not inline on the event loop: the feature read is blocking I/O, and a hung Redis
+        # (up to redis_timeout_s per read) would stall every request, /healthz and /metrics behind it.
+        budget = _budget(request, x_deadline_ms, config.deadline_ms, config_ms)
+        decision = await run_in_threadpool(scorer.price, body, deadline_ms=budget)
+        return Response(decision.model_dump_json(), media_type="application/json")
+
+    @app.post(
+        "/v1/price:batch",
+        response_model=list[PricingDecision],
+        summary="Price many stays",
+        description=f"At most {max_batch} requests; the answer keeps their order.",
+        responses=ERROR_RESPONSES,
+        openapi_extra=spec_request_body(batch=True, max_batch=max_batch),
+    )
+    async def price_batch(request: Request, x_deadline_ms: _DeadlineHeader = None) -> Response:
+        body = parse_body(await request.body(), content_type=request.headers.get("content-type"), batch=True,
+                          max_batch=max_batch)
+        budget = _budget(request, x_deadline_ms, config.deadline_ms, config_ms)
+        decisions = await run_in_threadpool(scorer.price_batch, body, deadline_ms=budget)
+        raw = b"[" + b",".join(d.__pydantic_serializer__.to_json(d) for d in decisions) + b"]"
+        return Response(raw, media_type="application/json")
+
+    if config.ops_routes:
+        _add_ops_routes(app, scorer, checks)
+    keys = KeyRing(config.keys_file) if config.keys_file is not None else None
+    limiter = RateLimiter(config.rate_limit) if config.rate_limit else None
+    if keys is not None or limiter is not None:
+        app.add_middleware(SecurityGate, keys=keys, limiter=limiter, refused=refused_counter(scorer.stats.registry))
+    app.add_middleware(_Guard, max_body_bytes=config.max_body_bytes, stats=scorer.stats)
+    app.openapi = documented_openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+def _add_ops_routes(app: FastAPI, scorer: Scorer, checks: Mapping[str, Probe]) -> None:
+    @app.get("/healthz", summary="Liveness, dependencies and models in force", response_model=Health,
+             responses=HEALTH_RESPONSES)
+    def healthz() -> Response:
+        status, health = health_report(scorer, checks)
+        return Response(json.dumps(_finite(health), allow_nan=False, default=str), status_code=status,
+                        media_type="application/json")
+
+    @app.get("/metrics", summary="Prometheus metrics", response_class=PlainTextResponse, responses=METRICS_RESPONSES)
+    def metrics() -> Response:
+        return Response(scorer.stats.render(), media_type=CONTENT_TYPE_LATEST)
+
+
+def create_ops_app(scorer: Scorer, *, probes: Mapping[str, Probe] | None = None) -> FastAPI:
+    """``/healthz`` and ``/metrics`` of ``scorer`` alone, to bind apart from the pricing port.
+
+    Example:
+        >>> from fastapi.testclient import TestClient
+        >>> from pricing.feature_source import MemoryFeatureSource
+        >>> from pricing.rules import RuleSet
+        >>> from pricing.scorer import Scorer, ScorerConfig
+        >>> from routing.router import TieredRouter
+        >>> scorer = Scorer(ScorerConfig(), rules=RuleSet.from_yaml("min_price: 50\\nmax_price: 500\\n"),
+        ...                 feature_source=MemoryFeatureSource(), light=None, heavy=None, router=TieredRouter())
+        >>> ops = TestClient(create_ops_app(scorer))
+        >>> ops.get("/healthz").status_code, ops.post("/v1/price", json={}).status_code
+        (200, 404)
+    """
+    app = FastAPI(title="pricestream ops", version="1", docs_url=None, redoc_url=None, openapi_url=None)
+    _add_ops_routes(app, scorer, default_probes(scorer) if probes is None else dict(probes))
+    return app
