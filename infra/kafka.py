@@ -10,6 +10,7 @@ import base64
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +68,57 @@ def _properties(config: StackConfig, data_dir: Path) -> str:
     )
 
 
-def _cluster_id(state: Path) -> str:
-    path = state / "cluster.id"
-    if not path.exists():
-        path.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))
+def new_cluster_id(draw: Callable[[], uuid.UUID] = uuid.uuid4) -> str:
+    """A KRaft cluster id as Kafka's ``Uuid.randomUuid()`` makes one: drawn again while its text begins with ``-``.
+
+    About one id in 64 would begin with ``-`` (the base64url digit of 62), which ``kafka-storage format -t``
+    reads as an option: the format fails, and a saved id fails every later start the same way.
+
+    Example:
+        >>> ids = iter([uuid.UUID(bytes=b"\\xf9" + bytes(15)), uuid.UUID(int=1)])
+        >>> new_cluster_id(lambda: next(ids))
+        'AAAAAAAAAAAAAAAAAAAAAQ'
+    """
+    while True:
+        text = base64.urlsafe_b64encode(draw().bytes).decode().rstrip("=")
+        if not text.startswith("-") and text != "AAAAAAAAAAAAAAAAAAAAAA":  # Kafka refuses the zero id too
+            return text
+
+
+def saved_cluster_id(path: Path, *, formatted: bool) -> str:
+    """The cluster id saved at ``path``, drawn (and saved) when missing.
+
+    A saved id that begins with ``-`` (written before :func:`new_cluster_id` drew again) is drawn anew
+    while no storage was formatted with it: that format failed, so the id was never used.
+
+    Example:
+        >>> import tempfile
+        >>> p = Path(tempfile.mkdtemp()) / "cluster.id"
+        >>> _ = p.write_text("-cenBVttRUmIyIhUAhL2EA")
+        >>> saved_cluster_id(p, formatted=False).startswith("-"), p.read_text().startswith("-")
+        (False, False)
+    """
+    if path.exists():
+        saved = path.read_text().strip()
+        if saved and (formatted or not saved.startswith("-")):
+            return saved
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(new_cluster_id())
     return path.read_text().strip()
+
+
+def format_args(cluster_id: str) -> list[str]:
+    """``kafka-storage format``'s cluster id argument, as one token (an id beginning with ``-`` is still a value).
+
+    Example:
+        >>> format_args("-x")
+        ['--cluster-id=-x']
+    """
+    return [f"--cluster-id={cluster_id}"]
+
+
+def _cluster_id(state: Path) -> str:
+    return saved_cluster_id(state / "cluster.id", formatted=(state / "data" / "meta.properties").exists())
 
 
 def _prepare(config: StackConfig) -> tuple[Path, Path]:
@@ -87,7 +134,8 @@ def _prepare(config: StackConfig) -> tuple[Path, Path]:
         jars = resolve(config, "kafka")
         argv = [
             java(config.java_home), "-cp", f"{jars}/*", "kafka.tools.StorageTool", "format",
-            "-t", _cluster_id(state), "-c", str(props), "--standalone", *kafka_security.scram_format_args(config),
+            *format_args(_cluster_id(state)), "-c", str(props), "--standalone",
+            *kafka_security.scram_format_args(config),
         ]
         done = subprocess.run(argv, capture_output=True, text=True, check=False)  # noqa: S603
         if done.returncode != 0:

@@ -19,10 +19,8 @@ Example:
 
 from __future__ import annotations
 
-import base64
 import subprocess
 import time
-import uuid
 from pathlib import Path
 
 from confluent_kafka import KafkaException
@@ -32,7 +30,7 @@ from infra import processes
 from infra.config import StackConfig
 from infra.errors import StartError
 from infra.jars import resolve
-from infra.kafka import _LOG4J2
+from infra.kafka import _LOG4J2, format_args, saved_cluster_id
 from infra.prereqs import java
 
 SERVICE = "kafka-cluster"
@@ -89,11 +87,8 @@ def _properties(config: StackConfig, i: int, brokers: int, data: Path) -> str:
 
 
 def _cluster_id(root: Path) -> str:
-    path = root / "cluster.id"
-    if not path.exists():
-        root.mkdir(parents=True, exist_ok=True)
-        path.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))
-    return path.read_text().strip()
+    formatted = any((node / "data" / "meta.properties").exists() for node in root.glob("node-*"))
+    return saved_cluster_id(root / "cluster.id", formatted=formatted)
 
 
 def _prepare(config: StackConfig, i: int, brokers: int) -> Path:
@@ -106,7 +101,7 @@ def _prepare(config: StackConfig, i: int, brokers: int) -> Path:
     (state / "log4j2.properties").write_text(_LOG4J2.format(log=state / "server.log"))
     if not (data / "meta.properties").exists():
         argv = [java(config.java_home), "-cp", f"{resolve(config, 'kafka')}/*", "kafka.tools.StorageTool", "format",
-                "-t", _cluster_id(root), "-c", str(props)]
+                *format_args(_cluster_id(root)), "-c", str(props)]
         done = subprocess.run(argv, capture_output=True, text=True, check=False)  # noqa: S603
         if done.returncode != 0:
             msg = f"kafka node {i} storage format failed: {(done.stdout + done.stderr)[-2000:]}"
