@@ -42,14 +42,17 @@ Example:
     >>> from pricing.cold_start import ColdStartConfig
     >>> from pricing.feature_source import MemoryFeatureSource
     >>> from pricing.rules import RuleSet
-    >>> from pricing.scorer import ScorerConfig
+    >>> from pricing.scorer import Scorer, ScorerConfig
     >>> from routing.router import TieredRouter
+
+if TYPE_CHECKING:
+    from pricing.tiers import TierPricer
     >>> src = MemoryFeatureSource()
     >>> src.put("h-old", "std", date(2026, 5, 20), {"views_7d": 40.0})
     >>> store = MemoryHistoryStore()
-    >>> s = StagedScorer(ScorerConfig(stale_after_s=None), rules=RuleSet.from_yaml("min_price: 50\\nmax_price: 500\\n"),
-    ...                  feature_source=src, light=None, heavy=None, router=TieredRouter(),
-    ...                  history=store, cold_start=ColdStartConfig())
+    >>> pooled = Scorer(ScorerConfig(stale_after_s=None), rules=RuleSet.from_yaml("min_price: 50\\nmax_price: 500\\n"),
+    ...                 feature_source=src, light=None, heavy=None, router=TieredRouter())
+    >>> s = StagedScorer(pooled, history=store, cold_start=ColdStartConfig())
     >>> t0 = datetime(2026, 5, 1, tzinfo=UTC)
     >>> d = s.price(PricingRequest(hotel_id="h-new", room_type="std", stay_date=date(2026, 5, 20), event_time=t0))
     >>> d.tier, d.rule_ids[-1], d.degraded
@@ -70,7 +73,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from events.models import PricingDecision, PricingRequest
 from pricing import degraded as dg
@@ -80,6 +83,9 @@ from pricing.feature_source import FeatureSource
 from pricing.metrics import ScorerMetrics
 from pricing.scorer import ModelEntry, Scorer, Trail
 from routing.router import TieredRouter
+
+if TYPE_CHECKING:
+    from pricing.tiers import TierPricer
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +257,9 @@ _PRICING_AT: contextvars.ContextVar[datetime | None] = contextvars.ContextVar("p
 class StagedScorer(Scorer):
     """The service's scorer with the cold-start stage rule in front (see the module docstring).
 
-    Args: those of :class:`~pricing.scorer.Scorer`, and
+    Args:
+        pooled: the routed scorer of every mature hotel (its config, rules, features, models, router,
+            metrics, audit sink and decision callback are this scorer's own).
         history: the hotels' first sights and label counts.
         cold_start: the thresholds (settings ``PRICESTREAM_COLD_START_*``).
         partial_windows: read a new hotel's window counts at full length (:class:`PartialWindows`).
@@ -263,11 +271,13 @@ class StagedScorer(Scorer):
         load_pricer: bundle dir -> tier pricer for those (``pricing.tiers.load_pricer`` when ``None``).
     """
 
-    def __init__(self, *args: Any, history: HistoryStore, cold_start: ColdStartConfig,
+    def __init__(self, pooled: Scorer, *, history: HistoryStore, cold_start: ColdStartConfig,
                  partial_windows: bool = True, counts_ttl_s: float = COUNTS_TTL_S,
                  explore_transfer: ExplorationConfig | None = None, hotel_models: HotelModelSource | None = None,
-                 load_pricer: Callable[[Path], Any] | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+                 load_pricer: Callable[[Path], TierPricer] | None = None) -> None:
+        super().__init__(pooled.config, rules=pooled.rules, feature_source=pooled.feature_source,
+                         light=pooled.light, heavy=pooled.heavy, router=pooled.router, stats=pooled.stats,
+                         audit=pooled.audit, on_decision=pooled.on_decision)
         self.history, self.cold_start, self.counts_ttl_s = history, cold_start, counts_ttl_s
         self.explore_transfer = explore_transfer
         self.hotel_models, self.load_pricer = hotel_models, load_pricer

@@ -78,8 +78,9 @@ from delivery import (
 )
 from delivery.stages import LIVE_STAGES
 from events.models import OutcomeLabel, PricingDecision, PricingRequest
+from pricing.metrics import ScorerMetrics
 from pricing.output_audit import OutputAudit
-from pricing.scorer import DecisionCallback, DecisionSink, Scorer, Trail, record_decision
+from pricing.scorer import DecisionCallback, DecisionSink, Scorer, ScorerConfig, Trail, record_decision
 from routing.errors import RolloutStateError, RoutingInputError
 
 CandidateLoader = Callable[[str], Scorer]
@@ -255,12 +256,12 @@ class RolloutScorer:
 
     # -- the scorer surface (serving.http.create_app) ------------------------------------------
     @property
-    def config(self) -> Any:
+    def config(self) -> ScorerConfig:
         """The serving scorer's :class:`~pricing.scorer.ScorerConfig` (deadline for the HTTP service)."""
         return self.arms.incumbent.config
 
     @property
-    def stats(self) -> Any:
+    def stats(self) -> ScorerMetrics:
         """The incumbent's :class:`~pricing.metrics.ScorerMetrics` (rollout metrics share its registry)."""
         return self.arms.incumbent.stats
 

@@ -48,7 +48,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from audit.log import AuditLog
 from delivery import StateStore
@@ -263,10 +263,7 @@ def staged_scorer(settings: Settings, scorer: Scorer) -> Scorer:
     hotels = HotelModels(settings.registry()) if settings.cold_start_refit else None
     # a hotel's own heavy refit is not on the remote heavy service (it holds the pooled one): loaded here
     own_models = settings.model_copy(update={"heavy_tier": "local"})
-    return StagedScorer(scorer.config, rules=scorer.rules, feature_source=scorer.feature_source, light=scorer.light,
-                        heavy=scorer.heavy, router=scorer.router, stats=scorer.stats, audit=scorer.audit,
-                        on_decision=scorer.on_decision,
-                        history=history_store(settings),
+    return StagedScorer(scorer, history=history_store(settings),
                         cold_start=cold_start_config(settings), partial_windows=settings.cold_start_partial_windows,
                         counts_ttl_s=settings.cold_start_counts_ttl_s, explore_transfer=transfer_exploration(settings),
                         hotel_models=hotels, load_pricer=pricer_loader(own_models))
@@ -351,9 +348,8 @@ def http_app(path: ServingPath, service: ServiceConfig | None = None) -> FastAPI
     """
     from serving.http import ServiceConfig, create_app, feature_probe
 
-    # RolloutScorer has the scorer surface create_app uses (price, price_batch, health, config, stats)
     max_body, max_batch = path.http_limits
-    api = create_app(cast(Scorer, path.scorer), service or ServiceConfig(max_body_bytes=max_body, max_batch=max_batch),
+    api = create_app(path.scorer, service or ServiceConfig(max_body_bytes=max_body, max_batch=max_batch),
                      probes={"redis": feature_probe(path.scorer.arms.incumbent.feature_source)})
     inner = api.router.lifespan_context
 
@@ -386,7 +382,7 @@ def serve_http(path: ServingPath, *, host: str, port: int, service: ServiceConfi
 
     ops_server = None
     if ops is not None:
-        ops_app = create_ops_app(cast(Scorer, path.scorer),
+        ops_app = create_ops_app(path.scorer,
                                  probes={"redis": feature_probe(path.scorer.arms.incumbent.feature_source)})
         ops_server = uvicorn.Server(uvicorn.Config(ops_app, host=ops[0], port=ops[1], log_level="warning"))
         threading.Thread(target=ops_server.run, name="ops-http", daemon=True).start()

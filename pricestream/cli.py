@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -305,7 +305,6 @@ def serve_stream(
     from events.admin import create_topics
     from pricestream.app import build_serving_path
     from pricestream.commands.common import json_logs, stoppable
-    from pricing.scorer import Scorer
     from serving.stream import StreamScorerConfig, runtime_config
     from serving.stream import run as run_stream
 
@@ -318,8 +317,7 @@ def serve_stream(
                              instance_id=f"{s.topic_prefix}serve-stream-{s.service_instance}")
     # the stream runtime publishes the decisions it serves; the path publishes only shadow ones
     with build_serving_path(s, publish="shadow") as path, stoppable(s.grace_s) as stop:
-        scorer = cast(Scorer, path.scorer)  # RolloutScorer has the price_batch surface run() uses
-        stats = run_stream(config, scorer, stop_event=stop, runtime=runtime)
+        stats = run_stream(config, path.scorer, stop_event=stop, runtime=runtime)
     out.print(
         f"decisions {stats.decisions}, dead-lettered {stats.dead_lettered}, tiers {dict(stats.by_tier)}, "
         f"{stats.throughput:,.0f} requests/s while busy"

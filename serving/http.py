@@ -1,4 +1,4 @@
-"""HTTP pricing service: a FastAPI app around a :class:`~pricing.scorer.Scorer`.
+"""HTTP pricing service: a FastAPI app around a :class:`~pricing.pricer.Pricer`.
 
 Routes: ``POST /v1/price``, ``POST /v1/price:batch``, ``GET /healthz``,
 ``GET /metrics`` (Prometheus text) and ``GET /openapi.json``. ``/healthz`` and ``/metrics``
@@ -64,7 +64,7 @@ from events.models import PricingDecision
 from events.redact import redact, redact_exception
 from pricing.errors import FeatureStoreUnavailable
 from pricing.metrics import ScorerMetrics
-from pricing.scorer import Scorer
+from pricing.pricer import Pricer
 from serving.auth import KeyRing, RateLimiter, SecurityGate, refused_counter
 from serving.body import BadRequest, FieldError, error_json, from_validation_errors, parse_body
 from serving.openapi import ERROR_RESPONSES, HEALTH_RESPONSES, METRICS_RESPONSES, Health, documented_openapi
@@ -288,7 +288,7 @@ def _finite(value: Any) -> Any:
 
 
 def create_app(
-    scorer: Scorer,
+    scorer: Pricer,
     config: ServiceConfig | None = None,
     *,
     probes: Mapping[str, Probe] | None = None,
@@ -350,7 +350,7 @@ def create_app(
     return app
 
 
-def _add_ops_routes(app: FastAPI, scorer: Scorer, checks: Mapping[str, Probe]) -> None:
+def _add_ops_routes(app: FastAPI, scorer: Pricer, checks: Mapping[str, Probe]) -> None:
     @app.get("/healthz", summary="Liveness, dependencies and models in force", response_model=Health,
              responses=HEALTH_RESPONSES)
     def healthz() -> Response:
@@ -363,7 +363,7 @@ def _add_ops_routes(app: FastAPI, scorer: Scorer, checks: Mapping[str, Probe]) -
         return Response(scorer.stats.render(), media_type=CONTENT_TYPE_LATEST)
 
 
-def create_ops_app(scorer: Scorer, *, probes: Mapping[str, Probe] | None = None) -> FastAPI:
+def create_ops_app(scorer: Pricer, *, probes: Mapping[str, Probe] | None = None) -> FastAPI:
     """``/healthz`` and ``/metrics`` of ``scorer`` alone, to bind apart from the pricing port.
 
     Example:

@@ -48,7 +48,7 @@ from events.errors import EventValidationError
 from events.models import PricingDecision, PricingRequest, dumps, to_validation_error
 from events.runtime import BatchContext, DeliveryFailed, Output, Record, Runtime, RuntimeConfig, Step
 from pricing.errors import PricingError
-from pricing.scorer import Scorer
+from pricing.pricer import Pricer
 
 __all__ = [
     "ScoreStep", "StreamScorerConfig", "StreamScorerError", "StreamStats", "parse_request", "run", "runtime_config",
@@ -164,7 +164,7 @@ class ScoreStep(Step[PricingRequest]):
 
     record_errors = (ValueError, TypeError, ArithmeticError)
 
-    def __init__(self, config: StreamScorerConfig, scorer: Scorer) -> None:
+    def __init__(self, config: StreamScorerConfig, scorer: Pricer) -> None:
         self.config = config
         self.scorer = scorer
         self.stats = StreamStats()
@@ -216,7 +216,7 @@ def runtime_config(config: StreamScorerConfig, **overrides: Any) -> RuntimeConfi
 
 def run(
     config: StreamScorerConfig,
-    scorer: Scorer,
+    scorer: Pricer,
     *,
     stop_event: threading.Event | None = None,
     max_idle_s: float | None = None,

@@ -262,9 +262,9 @@ class _BrokenStore(MemoryHistoryStore):
 def _staged(tmp_path: object, source: MemoryFeatureSource, store: MemoryHistoryStore) -> StagedScorer:
     pooled = train_bundle(_frame(np.random.default_rng(1), 1500, wtp=220.0), f"{tmp_path}/pooled", tier="light",
                           config=DemandModelConfig(num_trees=20))
-    return StagedScorer(ScorerConfig(stale_after_s=None), rules=RuleSet.from_yaml(RULES), feature_source=source,
-                        light=load_pricer(pooled.path), heavy=None, router=TieredRouter(), history=store,
-                        cold_start=STAGE_CFG, counts_ttl_s=0.0)
+    scorer = Scorer(ScorerConfig(stale_after_s=None), rules=RuleSet.from_yaml(RULES), feature_source=source,
+                    light=load_pricer(pooled.path), heavy=None, router=TieredRouter())
+    return StagedScorer(scorer, history=store, cold_start=STAGE_CFG, counts_ttl_s=0.0)
 
 
 def test_the_served_scorer_moves_a_new_hotel_through_its_stages_and_leaves_a_traded_one_alone(

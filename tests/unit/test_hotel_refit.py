@@ -26,7 +26,7 @@ from pricing.cold_start import ColdStartConfig
 from pricing.feature_source import MemoryFeatureSource
 from pricing.models import DemandModelConfig
 from pricing.rules import RuleSet
-from pricing.scorer import ScorerConfig
+from pricing.scorer import Scorer, ScorerConfig
 from pricing.tiers import load_pricer
 from pricing.training import train_bundle
 from pricing.vectorize import LIGHT_COLUMNS
@@ -76,9 +76,10 @@ def _refitter(registry: ModelRegistry, frame: pd.DataFrame, store: MemoryHistory
 
 
 def _staged(registry: ModelRegistry, store: MemoryHistoryStore, source: MemoryFeatureSource) -> StagedScorer:
-    return StagedScorer(ScorerConfig(stale_after_s=None), rules=RuleSet.from_yaml(RULES), feature_source=source,
-                        light=load_pricer(registry.current("light").path), heavy=None,  # type: ignore[union-attr]
-                        router=TieredRouter(), history=store, cold_start=CFG, counts_ttl_s=0.0,
+    pooled = Scorer(ScorerConfig(stale_after_s=None), rules=RuleSet.from_yaml(RULES), feature_source=source,
+                    light=load_pricer(registry.current("light").path), heavy=None,  # type: ignore[union-attr]
+                    router=TieredRouter())
+    return StagedScorer(pooled, history=store, cold_start=CFG, counts_ttl_s=0.0,
                         hotel_models=HotelModels(registry.root))
 
 
