@@ -91,11 +91,37 @@ def jobs_run(
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     with err.status(f"feature job {config.topic(config.source_topic)} -> {config.topic(config.sink_topic)} ({what})"):
-        savepoint = feature_job.run_until_stopped(config, stop)
+        savepoint = _run_until_stopped(config, stop)
     if savepoint is not None:
         err.print(f"stopped with a savepoint at {savepoint}")
         return
     out.print(f"feature job finished: {config.topic(config.source_topic)} -> {config.topic(config.sink_topic)}")
+
+
+def _run_until_stopped(config: FeatureJobConfig, stop: threading.Event, *, poll_s: float = 0.5) -> str | None:
+    """Run the job until it ends (None; its failure raised) or ``stop`` is set (a savepoint's path).
+
+    An ended job is read from its execution result, a future that holds it after the job's MiniCluster
+    has shut down: asking that cluster for the job's status then fails (issue 31 item 9: a bounded run
+    that completed ended with exit 1 on ``MiniCluster ... has already been shut down``).
+    """
+    from pipelines import feature_job
+
+    result = feature_job.run(config, wait=False)
+    client = result.get_job_client()
+    if client is None:
+        msg = "jobs run: got a job without a client, expected an attached run"
+        raise RuntimeError(msg)
+    ended = client.get_job_execution_result()
+    while not stop.is_set():
+        if ended.done():
+            ended.result()  # raises the job's failure, if it failed
+            return None
+        stop.wait(poll_s)
+    if ended.done():  # it ended as the stop came: nothing left to stop
+        ended.result()
+        return None
+    return feature_job.stop_with_savepoint(result, config)
 
 
 @jobs_app.command("backfill")
