@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Callable
@@ -65,9 +66,23 @@ PRICE_MAX = 1_000_000.0
 """Hard ceiling of any price, per room night, in the hotel's currency. Decision: the dataset's largest ADR is
 5,400; presidential suites reach tens of thousands. Anything above a million is a unit or typing error, refused.
 Prices far outside a hotel's own range are *flagged* (see :mod:`events.contract`), not refused."""
-ID_PATTERN = r"^[^\x00-\x1f\x7f\x85\u2028\u2029]+$"
-"""Identifiers are free text (the dataset's hotels are "Resort Hotel" and "City Hotel") without control
-characters or line separators: U+2028 and U+0085 in a ``hotel_id`` broke line-oriented readers (the audit log)."""
+_ID_NEVER = (
+    "\\x00-\\x1f\\x7f-\\x9f"  # C0 and C1 controls (U+0085 broke line-oriented readers: the audit log)
+    "\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff"  # zero-width, bidi, separators
+)
+_ID_SPACE = " \u00a0\u1680\u2000-\u200a\u202f\u205f\u3000"
+ID_PATTERN = f"^[^{_ID_NEVER}]*[^{_ID_NEVER}{_ID_SPACE}][^{_ID_NEVER}]*$"
+"""Identifiers are free text (the dataset's hotels are "Resort Hotel" and "City Hotel") with at least one
+character that is not a space, and none of: control characters, line and paragraph separators, zero-width
+characters (U+200B-U+200D, U+2060, U+FEFF) and bidirectional controls (U+200E, U+200F, U+202A-U+202E,
+U+2066-U+2069, U+061C), which make two ids that print alike differ. No lookaround, so that pydantic's
+regex engine, Java's (the feature job reads the pattern from the job spec) and Python's read it alike.
+
+Example:
+    >>> import re
+    >>> [bool(re.match(ID_PATTERN, s)) for s in ("City Hotel", "   ", "h\u200b1", "h\u202e1", "h1")]
+    [True, False, False, False, True]
+"""
 UUID_TEXT = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 DATE_TEXT = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 
@@ -456,6 +471,9 @@ def parse_event(
     except ValidationError as exc:
         shown = text[:80]
         raise EventValidationError(field="<record>", value=shown, expected=_expectation(exc.errors()[0])) from exc
+    twice = duplicate_key(text)
+    if twice is not None:
+        raise EventValidationError(field=twice, value=payload.get(twice), expected=DUPLICATE_EXPECTED)
     kind = payload.get("event_type")
     model = CONTRACT.get(kind) if isinstance(kind, str) else None
     if model is None:
@@ -467,6 +485,42 @@ def parse_event(
         return model.model_validate_json(text, strict=True, context=context)
     except ValidationError as exc:
         raise to_validation_error(exc) from exc
+
+
+DUPLICATE_EXPECTED = "a key that appears once in its object (JSON readers disagree on which value wins)"
+_KEY_TOKEN = re.compile(rb'"((?:[^"\\]|\\.)*)"\s*:')
+"""A quoted key followed by a colon: every key of a JSON text matches it (and a string value holding
+``"...":`` may too, which only sends the text to the exact check)."""
+
+
+def duplicate_key(text: bytes | str) -> str | None:
+    """The first key that appears twice in one object of the valid JSON ``text``, or ``None``.
+
+    A scan of the key tokens settles nearly every record (all distinct, no escapes); only a text
+    with a repeated or escaped token is decoded again with its objects' key lists.
+
+    Example:
+        >>> duplicate_key(b'{"hotel_id": "a", "hotel_id": "b"}'), duplicate_key('{"a": {"b": 1}, "b": 2}')
+        ('hotel_id', None)
+        >>> duplicate_key('{"hotel_\\\\u0069d": "a", "hotel_id": "b"}')
+        'hotel_id'
+    """
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    keys = _KEY_TOKEN.findall(raw)
+    if len(keys) == len(set(keys)) and not any(b"\\" in k for k in keys):
+        return None
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in items:
+            if key in seen and not found:
+                found.append(key)
+            seen.add(key)
+        return dict(items)
+
+    json.loads(raw, object_pairs_hook=pairs)
+    return found[0] if found else None
 
 
 def _dict_to_json(payload: dict[str, Any]) -> bytes:

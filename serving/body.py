@@ -46,7 +46,7 @@ from typing import Any, Literal, overload
 
 from pydantic import ValidationError
 
-from events.models import RULE_FIELDS, PricingRequest
+from events.models import DUPLICATE_EXPECTED, RULE_FIELDS, PricingRequest
 from pricing.errors import PricingError
 
 MAX_DEPTH = 8
@@ -183,7 +183,22 @@ def _float(token: str) -> float | _NotJson:
     return number if math.isfinite(number) else _NotJson(token)
 
 
-_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_float)
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str, value: Any) -> None:
+        super().__init__(key)
+        self.key, self.value = key, value
+
+
+def _pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in items:
+        if key in out:
+            raise _DuplicateKey(key, value)
+        out[key] = value
+    return out
+
+
+_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_float, object_pairs_hook=_pairs)
 _NON_FINITE = "a finite JSON number (NaN, Infinity and -Infinity are not JSON)"
 _OVERFLOW = "a finite JSON number (this one overflows a 64-bit float)"
 
@@ -212,6 +227,9 @@ def decode_json(raw: bytes) -> Any:
     except RecursionError as exc:  # the C scanner recurses per level: a body of '[' * 60_000 gets here
         shown = "JSON nested thousands of levels deep"
         raise _body_error(shown, f"at most {MAX_DEPTH} levels") from exc
+    except _DuplicateKey as exc:
+        raise BadRequest(422, "validation_error", [FieldError(_clip(exc.key), safe_value(exc.value),
+                                                              DUPLICATE_EXPECTED)]) from exc
     except json.JSONDecodeError as exc:
         shown = f"malformed JSON at line {exc.lineno} column {exc.colno} (character {exc.pos}): {exc.msg}"
         raise _body_error(shown, "a JSON value") from exc
@@ -336,6 +354,10 @@ def parse_body(
 def _one(value: Any, prefix: str) -> PricingRequest:
     if not isinstance(value, dict):
         raise BadRequest(422, "validation_error", [FieldError(prefix or "<body>", safe_value(value), "a JSON object")])
+    kind = value.get("event_type", "pricing_request")
+    if kind != "pricing_request":  # another record type: say so before its missing fields
+        raise BadRequest(422, "validation_error",
+                         [FieldError(_join(prefix, "event_type"), safe_value(kind), "'pricing_request'")])
     try:
         return PricingRequest.model_validate(value, strict=True)  # the wire contract: JSON types are exact
     except ValidationError as exc:

@@ -32,7 +32,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import Counter
@@ -41,14 +40,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from events.config import KafkaConfig
 from events.errors import EventValidationError
-from events.models import PricingDecision, PricingRequest, dumps, to_validation_error
+from events.models import MAX_RECORD_BYTES, PricingDecision, PricingRequest, dumps
 from events.runtime import BatchContext, DeliveryFailed, Output, Record, Runtime, RuntimeConfig, Step
 from pricing.errors import PricingError
 from pricing.pricer import Pricer
+from serving.body import BadRequest, parse_body
 
 __all__ = [
     "ScoreStep", "StreamScorerConfig", "StreamScorerError", "StreamStats", "parse_request", "run", "runtime_config",
@@ -129,7 +129,10 @@ class StreamStats:
 
 
 def parse_request(raw: bytes | str) -> PricingRequest:
-    """Parse one ``pricing.requests`` record.
+    """Parse one ``pricing.requests`` record with the HTTP API's strict parser (:func:`serving.body.parse_body`).
+
+    The same bytes get the same verdict and the same field named on both paths: strict JSON types, no
+    duplicate keys, no byte-order mark, at most :data:`~events.models.MAX_RECORD_BYTES` bytes.
 
     Raises:
         EventValidationError: not JSON, not a pricing request, or a field breaks the contract.
@@ -139,20 +142,15 @@ def parse_request(raw: bytes | str) -> PricingRequest:
         ...               b' "stay_date": "2026-12-24", "nights": 2}').nights
         2
     """
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if len(data) > MAX_RECORD_BYTES:
+        raise EventValidationError(field="<record>", value=f"{len(data)} bytes",
+                                   expected=f"a record of at most {MAX_RECORD_BYTES} bytes")
     try:
-        body: Any = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        shown = raw[:80] if isinstance(raw, bytes | str) else raw
-        raise EventValidationError(field="<record>", value=shown, expected="a JSON object") from exc
-    if not isinstance(body, dict):
-        raise EventValidationError(field="<record>", value=body, expected="a JSON object")
-    kind = body.get("event_type", "pricing_request")
-    if kind != "pricing_request":
-        raise EventValidationError(field="event_type", value=kind, expected="'pricing_request'")
-    try:
-        return PricingRequest.model_validate(body)
-    except ValidationError as exc:
-        raise to_validation_error(exc) from exc
+        return parse_body(data, content_type="application/json")  # the HTTP API's parser, verdict for verdict
+    except BadRequest as exc:
+        first = exc.errors[0]
+        raise EventValidationError(field=first.field, value=first.value, expected=first.expected) from exc
 
 
 class ScoreStep(Step[PricingRequest]):

@@ -9,6 +9,7 @@ the spec, not the models: a new rule reaches these tests, the SDK and the Flink 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,7 +23,7 @@ SPEC = field_spec()
 REQUEST_SPEC = field_spec(("pricing_request",), envelope=False)["pricing_request"]
 _T0 = datetime(2026, 1, 1, tzinfo=UTC)
 _SPAN_S = 150 * 86400
-_ID_ALPHABET = st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"), blacklist_characters="\x85")
+_ID_ALPHABET = st.characters(blacklist_categories=("Cc", "Cf", "Cs", "Zl", "Zp"), blacklist_characters="\x85")
 
 
 def _number(rule: dict[str, Any], *, integer: bool) -> st.SearchStrategy[Any]:
@@ -40,7 +41,9 @@ def _value(rule: dict[str, Any]) -> st.SearchStrategy[Any]:
     if kind == "enum":
         return st.sampled_from(rule["values"])
     if kind == "string":
-        return st.text(_ID_ALPHABET, min_size=rule.get("minLength", 1), max_size=min(rule.get("maxLength", 16), 16))
+        text = st.text(_ID_ALPHABET, min_size=rule.get("minLength", 1), max_size=min(rule.get("maxLength", 16), 16))
+        pattern = rule.get("pattern")
+        return text if pattern is None else text.filter(lambda s: re.match(pattern, s) is not None)
     if kind == "integer":
         return _number(rule, integer=True)
     if kind == "number":
