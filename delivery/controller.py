@@ -2,8 +2,9 @@
 
 The controller owns the :class:`RolloutState` (persisted on every change), decides the
 arm of each request (``choose_arm``, with the propensity to log for off-policy
-evaluation), moves the rollout forward when the gates pass (``advance``) and aborts
-it, naming the failed gate and by how much, when they do not.
+evaluation), moves the rollout forward when the gates pass (``advance``), aborts
+it, naming the failed gate and by how much, when one fails, and leaves it where it
+is while the sequential ``net_value`` gate of canary and blend is still undecided.
 
 Example:
     >>> import tempfile
@@ -40,7 +41,7 @@ from routing.errors import RolloutStateError
 
 
 class AdvanceResult(BaseModel):
-    """What ``advance`` did: moved on, or aborted with the failed gates."""
+    """What ``advance`` did: moved on, aborted with the failed gates, or waits for more evidence."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -49,6 +50,11 @@ class AdvanceResult(BaseModel):
     stage: Stage
     results: tuple[GateResult, ...]
     message: str
+
+    @property
+    def waiting(self) -> bool:
+        """The rollout stays in its stage: the sequential gate has not decided yet."""
+        return not self.advanced and self.stage == self.from_stage
 
 
 def _utc_now() -> datetime:
@@ -143,7 +149,12 @@ class RolloutController:
             return self._commit(new)
 
     def advance(self, evidence: Evidence, *, reason: str = "") -> AdvanceResult:
-        """Run the gates for leaving the current stage; move on if all pass, else abort.
+        """Run the gates for leaving the current stage: move on if all pass, abort if one fails, else wait.
+
+        In canary and blend, ``evidence`` holds every outcome the stage collected so far: the
+        sequential ``net_value`` gate looks at it after every batch at no cost to its error rate.
+        While that gate waits and no other gate failed, the rollout stays in its stage
+        (``AdvanceResult.waiting``) and nothing is written.
 
         Raises:
             RolloutStateError: the rollout is not in a live stage.
@@ -152,15 +163,20 @@ class RolloutController:
             stage = self._state.stage
             target = next_stage(stage)
             results = tuple(evaluate_gates(evidence, limits=self.config.limits, outcomes=stage != Stage.SHADOW))
-            failed = [r for r in results if not r.passed]
+            failed = [r for r in results if not r.passed and not r.waiting]
             if failed:
                 message = "; ".join(r.message for r in failed)
                 self._abort_locked(f"{stage.value} -> {target.value} blocked: {message}")
                 return AdvanceResult(
                     advanced=False, from_stage=stage, stage=Stage.ABORTED, results=results, message=message
                 )
+            waiting = [r for r in results if r.waiting]
+            if waiting:
+                message = f"{stage.value}: waiting for evidence; " + "; ".join(r.message for r in waiting)
+                return AdvanceResult(advanced=False, from_stage=stage, stage=stage, results=results, message=message)
             weights = {Stage.CANARY: self.config.canary_share, Stage.BLEND: self.config.blend_initial_weight}
             why = f"{stage.value} -> {target.value}: all {len(results)} gates passed"
+            why += "".join(f"; {r.message}" for r in results if r.gate == "net_value")
             why += f"; {reason}" if reason else ""
             self._commit(self._state.transition(target, at=self._clock(), reason=why, weight=weights.get(target, 1.0)))
             if target == Stage.FULL and self.arms is not None:

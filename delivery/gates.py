@@ -7,14 +7,18 @@ gate                   observed                                                 
                        apart by candidate and incumbent (paired, e.g. from shadow)
 ``price_ks``           two-sample Kolmogorov-Smirnov statistic of the two price lists   <= limit
 ``price_mean_shift``   ``|mean((candidate - incumbent) / incumbent)|`` (paired)         <= limit
-``booking_rate``       candidate booking rate, lower bound of its Wilson interval       >= incumbent
-                                                                                        x (1 - tol)
-``revenue_per_request``  candidate revenue per request, lower bound of its normal CI    >= incumbent
-                                                                                        x (1 - tol)
+``net_value``          per request, candidate minus incumbent: revenue net of the       passes when its
+                       rooms' value (``*_net``), or revenue where no bid price was      confidence sequence
+                       logged; a mixture SPRT (:mod:`delivery.sequential`)              is above 0; waits
+                                                                                        while it spans 0
 ``p99_latency``        candidate p99 latency in ms                                      <= limit
 =====================  ===============================================================  ===============
 
-A gate without enough evidence fails: no evidence is not good evidence.
+A price or latency gate without enough evidence fails: no evidence is not good evidence. The
+``net_value`` gate decides after every batch with an error rate ``alpha`` that holds over all
+looks together: it passes on strong evidence that the candidate is better, fails on evidence that
+it is worse, and otherwise *waits* (``GateResult.waiting``): the rollout stays where it is and
+keeps collecting (below ``min_outcomes`` per arm it always waits).
 
 Example:
     >>> inc = [100.0] * 100
@@ -36,6 +40,7 @@ from numpy.typing import ArrayLike
 from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats
 
+from delivery.sequential import SequentialConfig, SequentialDecision, compare
 from routing.errors import RoutingInputError
 
 
@@ -48,9 +53,7 @@ class GateLimits(BaseModel):
     max_flip_rate: float = Field(default=0.10, ge=0.0, le=1.0)
     max_ks: float = Field(default=0.10, ge=0.0, le=1.0)
     max_mean_shift: float = Field(default=0.03, ge=0.0)
-    booking_tolerance: float = Field(default=0.05, ge=0.0, lt=1.0)
-    revenue_tolerance: float = Field(default=0.05, ge=0.0, lt=1.0)
-    confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
+    sequential: SequentialConfig = SequentialConfig()
     max_p99_latency_ms: float = Field(default=50.0, gt=0.0)
     min_samples: int = Field(default=30, ge=1)
 
@@ -65,12 +68,15 @@ class GateResult(BaseModel):
     observed: float
     limit: float
     message: str
+    waiting: bool = False
+    """The gate has not decided yet (the sequential gate while its confidence sequence spans 0)."""
 
 
 @dataclass(frozen=True)
 class Evidence:
     """What a stage collected. Paired arrays (same inputs) come from shadow scoring; outcome
-    arrays (one value per request served by that arm) from canary and blend traffic."""
+    arrays (one value per request served by that arm, everything the stage collected so far) from
+    canary and blend traffic; ``*_net`` is revenue net of the rooms' value (bid price x rooms)."""
 
     incumbent_prices: ArrayLike | None = None
     candidate_prices: ArrayLike | None = None
@@ -78,6 +84,8 @@ class Evidence:
     candidate_booked: ArrayLike | None = None
     incumbent_revenue: ArrayLike | None = None
     candidate_revenue: ArrayLike | None = None
+    incumbent_net: ArrayLike | None = None
+    candidate_net: ArrayLike | None = None
     candidate_latency_ms: ArrayLike | None = None
 
 
@@ -155,41 +163,32 @@ def price_mean_shift_gate(incumbent: ArrayLike, candidate: ArrayLike, *, limits:
     return _result("price_mean_shift", shift, limits.max_mean_shift, at_most=True)
 
 
-def wilson_lower(successes: float, n: int, *, confidence: float) -> float:
-    """Lower bound of the Wilson score interval for a binomial proportion.
+def net_value_gate(incumbent: ArrayLike, candidate: ArrayLike, *, limits: GateLimits,
+                   measure: str = "net value") -> GateResult:
+    """The sequential test of the candidate's value per request against the incumbent's.
+
+    Passes on ``promote``, fails on ``abort`` and ``inconclusive``, waits otherwise. ``observed`` is
+    the lower end of the confidence sequence for the effect (candidate minus incumbent), ``limit`` 0.
 
     Example:
-        >>> round(wilson_lower(50, 100, confidence=0.95), 4)
-        0.4038
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(3)
+        >>> inc, cand = rng.normal(10.0, 4.0, 30_000), rng.normal(9.7, 4.0, 30_000)
+        >>> r = net_value_gate(inc, cand, limits=GateLimits())
+        >>> r.passed, r.waiting, r.message.split(":")[0]
+        (False, False, "gate 'net_value' failed on net value per request")
     """
-    if n == 0:
-        return 0.0
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
-    p = successes / n
-    centre = p + z * z / (2 * n)
-    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (centre - spread) / (1 + z * z / n)
+    decision = compare(_array(f"incumbent {measure}", incumbent), _array(f"candidate {measure}", candidate),
+                       config=limits.sequential)
+    return sequential_result(decision, measure=measure)
 
 
-def booking_rate_gate(incumbent: ArrayLike, candidate: ArrayLike, *, limits: GateLimits) -> GateResult:
-    """Candidate booking rate (Wilson lower bound) against incumbent rate x (1 - tolerance)."""
-    inc, cand = _array("incumbent_booked", incumbent), _array("candidate_booked", candidate)
-    limit = float(inc.mean()) * (1 - limits.booking_tolerance) if inc.size else math.nan
-    if min(inc.size, cand.size) < limits.min_samples:
-        return _no_evidence("booking_rate", limit, f"fewer than {limits.min_samples} outcomes per arm")
-    lower = wilson_lower(float(cand.sum()), int(cand.size), confidence=limits.confidence)
-    return _result("booking_rate", lower, limit, at_most=False)
-
-
-def revenue_gate(incumbent: ArrayLike, candidate: ArrayLike, *, limits: GateLimits) -> GateResult:
-    """Candidate revenue per request (lower normal-CI bound) against incumbent mean x (1 - tolerance)."""
-    inc, cand = _array("incumbent_revenue", incumbent), _array("candidate_revenue", candidate)
-    limit = float(inc.mean()) * (1 - limits.revenue_tolerance) if inc.size else math.nan
-    if min(inc.size, cand.size) < limits.min_samples:
-        return _no_evidence("revenue_per_request", limit, f"fewer than {limits.min_samples} outcomes per arm")
-    z = float(stats.norm.ppf(0.5 + limits.confidence / 2))
-    lower = float(cand.mean() - z * cand.std(ddof=1) / math.sqrt(cand.size))
-    return _result("revenue_per_request", lower, limit, at_most=False)
+def sequential_result(decision: SequentialDecision, *, measure: str = "net value") -> GateResult:
+    """A :class:`GateResult` of one look of the sequential test."""
+    passed, waiting = decision.verdict == "promote", decision.verdict == "wait"
+    state = "passed" if passed else "waiting" if waiting else "failed"
+    return GateResult(passed=passed, gate="net_value", observed=decision.lower, limit=0.0, waiting=waiting,
+                      message=f"gate 'net_value' {state} on {measure} per request: {decision.reason}")
 
 
 def latency_gate(latencies_ms: ArrayLike, *, limits: GateLimits) -> GateResult:
@@ -201,10 +200,10 @@ def latency_gate(latencies_ms: ArrayLike, *, limits: GateLimits) -> GateResult:
 
 
 def evaluate_gates(evidence: Evidence, *, limits: GateLimits, outcomes: bool) -> list[GateResult]:
-    """Run the price and latency gates, and with ``outcomes`` also booking and revenue gates.
+    """Run the price and latency gates, and with ``outcomes`` also the sequential ``net_value`` gate.
 
     Shadow has no outcomes (the candidate's prices were never shown), so leaving shadow runs
-    ``outcomes=False``; leaving canary or blend runs all six.
+    ``outcomes=False``; leaving canary or blend runs all five.
     """
     e = evidence
     results: list[GateResult] = []
@@ -219,17 +218,18 @@ def evaluate_gates(evidence: Evidence, *, limits: GateLimits, outcomes: bool) ->
         for gate in (flip_rate_gate, price_ks_gate, price_mean_shift_gate):
             results.append(gate(e.incumbent_prices, e.candidate_prices, limits=limits))
     if outcomes:
-        pairs = (
-            (booking_rate_gate, "booking_rate", e.incumbent_booked, e.candidate_booked),
-            (revenue_gate, "revenue_per_request", e.incumbent_revenue, e.candidate_revenue),
-        )
-        for gate_fn, name, inc, cand in pairs:
-            if inc is None or cand is None:
-                results.append(_no_evidence(name, math.nan, f"incumbent and candidate outcomes for {name}"))
-            else:
-                results.append(gate_fn(inc, cand, limits=limits))
+        results.append(_outcome_gate(e, limits))
     if e.candidate_latency_ms is None:
         results.append(_no_evidence("p99_latency", limits.max_p99_latency_ms, "candidate_latency_ms"))
     else:
         results.append(latency_gate(e.candidate_latency_ms, limits=limits))
     return results
+
+
+def _outcome_gate(e: Evidence, limits: GateLimits) -> GateResult:
+    """``net_value`` on net value where both arms have it, else on revenue per request."""
+    if e.incumbent_net is not None and e.candidate_net is not None:
+        return net_value_gate(e.incumbent_net, e.candidate_net, limits=limits, measure="net value")
+    if e.incumbent_revenue is not None and e.candidate_revenue is not None:
+        return net_value_gate(e.incumbent_revenue, e.candidate_revenue, limits=limits, measure="revenue")
+    return _no_evidence("net_value", 0.0, "incumbent and candidate outcomes (net value or revenue per request)")

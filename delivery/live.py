@@ -5,21 +5,28 @@ A server in a rollout publishes every served decision with its ``arm`` (``incumb
 ``candidate-shadow``, with the served decision's ``request_id``. Pairing the two by request
 gives the paired prices of the flip and price gates; the candidate's latencies come from its
 shadow and served decisions; ``feedback.labels`` joined to served decisions by ``decision_id``
-gives the booking and revenue outcomes per arm. Only decisions from ``since`` (the start of the
-stage) count. Pure: the caller reads the topics.
+gives the booking, revenue and net value outcomes per arm: net value is revenue net of the rooms'
+value, ``label x (price - bid_price)`` with the bid price (the opportunity cost per room-night) the
+served decision logged; when a served decision has none, the net arrays are ``None`` and the gate
+judges revenue. Only decisions from ``since`` (the start of the stage) count: the sequential gate
+gets every outcome of the stage at each look. Pure: the caller reads the topics.
 
 Example:
-    >>> served = {"request_id": "r1", "decision_id": "d1", "arm": "incumbent", "price": 100.0, "latency_ms": 2.0}
+    >>> served = {"request_id": "r1", "decision_id": "d1", "arm": "incumbent", "price": 100.0, "latency_ms": 2.0,
+    ...           "bid_price": 60.0}
     >>> shadow = {"request_id": "r1", "decision_id": "d2", "arm": "candidate-shadow", "price": 104.0,
     ...           "latency_ms": 3.0}
     >>> label = {"decision_id": "d1", "label": 1, "price": 100.0}
     >>> e = live_evidence([served, shadow], [label])
     >>> list(e.incumbent_prices), list(e.candidate_prices), list(e.candidate_latency_ms), list(e.incumbent_revenue)
     ([100.0], [104.0], [3.0], [100.0])
+    >>> list(e.incumbent_net)
+    [40.0]
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -79,18 +86,24 @@ def live_evidence(
         cand_prices.append(cand)
     booked: dict[str, list[float]] = {"incumbent": [], "candidate": []}
     revenue: dict[str, list[float]] = {"incumbent": [], "candidate": []}
+    net: dict[str, list[float]] = {"incumbent": [], "candidate": []}
     latest: dict[str, Mapping[str, Any]] = {}
     for label in labels:  # a later revision (a cancellation) replaces the earlier label
         key = str(label.get("decision_id"))
         if key in by_decision and int(label.get("revision", 0)) >= int(latest.get(key, {}).get("revision", -1)):
             latest[key] = label
     for key, label in latest.items():
-        arm = str(by_decision[key]["arm"])
+        decision = by_decision[key]
+        arm = str(decision["arm"])
         value = float(label["label"])
         booked[arm].append(value)
         revenue[arm].append(float(label["price"]) * value)
+        bid = decision.get("bid_price")
+        net[arm].append(math.nan if bid is None else (float(label["price"]) - float(bid)) * value)
+    has_net = all(not math.isnan(v) for values in net.values() for v in values)
     return Evidence(
         incumbent_prices=inc_prices, candidate_prices=cand_prices, candidate_latency_ms=latency,
         incumbent_booked=booked["incumbent"], candidate_booked=booked["candidate"],
         incumbent_revenue=revenue["incumbent"], candidate_revenue=revenue["candidate"],
+        incumbent_net=net["incumbent"] if has_net else None, candidate_net=net["candidate"] if has_net else None,
     )

@@ -27,6 +27,7 @@ from pipelines.config import FeatureJobConfig
 if TYPE_CHECKING:
     from audit.kafka_anchors import TopicAnchorPublisher
     from delivery import DeliveryConfig
+    from delivery.sequential import SequentialConfig
     from pipelines.config import OnlineSink
     from pricing.input_guard import InputGuardConfig
     from pricing.output_audit import OutputAuditConfig
@@ -154,6 +155,16 @@ class Settings(BaseSettings):
     """Largest Kolmogorov-Smirnov distance between the two arms' prices in shadow."""
     rollout_max_mean_shift: float = Field(default=0.03, ge=0.0)
     """Largest mean relative price change of a candidate over the live model on the same inputs."""
+    rollout_alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
+    """Error rate of the canary and blend gate (``delivery.sequential``): the chance, over every look together,
+    that a candidate no better than the live model is promoted or aborted."""
+    rollout_mixture_sd: float = Field(default=0.01, gt=0.0)
+    """The sequential gate's mixture spread, in outcome standard deviations: the effect it detects soonest (larger
+    finds big effects in fewer outcomes, and small ones later)."""
+    rollout_min_outcomes: int = Field(default=2_000, ge=2)
+    """Outcomes per arm before the sequential gate may decide; it waits below this."""
+    rollout_max_outcomes: int | None = Field(default=None, ge=2)
+    """Candidate outcomes after which an undecided rollout ends and the live model stays (``None``: no end)."""
     ops_host: str = "127.0.0.1"
     """Bind address of a stream service's ``/healthz`` and ``/metrics`` (``services run``, ``run``)."""
     ops_base_port: int = Field(default=9460, gt=0, lt=65000)
@@ -390,7 +401,15 @@ class Settings(BaseSettings):
                               limits=GateLimits(min_samples=self.rollout_min_samples,
                                                 flip_threshold=self.rollout_flip_threshold,
                                                 max_flip_rate=self.rollout_max_flip_rate, max_ks=self.rollout_max_ks,
-                                                max_mean_shift=self.rollout_max_mean_shift))
+                                                max_mean_shift=self.rollout_max_mean_shift,
+                                                sequential=self._sequential()))
+
+    def _sequential(self) -> SequentialConfig:
+        from delivery.sequential import SequentialConfig
+
+        return SequentialConfig(alpha=self.rollout_alpha, mixture_sd=self.rollout_mixture_sd,
+                                min_outcomes=self.rollout_min_outcomes,
+                                max_outcomes=self.rollout_max_outcomes)
 
     def features(self) -> FeaturesConfig:
         """Feature-store settings (Feast project, Redis, offline store, snapshots) under the data dir."""

@@ -167,7 +167,7 @@ def rollout_advance(
     seed: Annotated[int | None, typer.Option(envvar="PRICESTREAM_SEED")] = None,
     source: Annotated[str, typer.Option(envvar="PRICESTREAM_EVIDENCE_SOURCE", help="live or replay")] = "live",
 ) -> None:
-    """Run the gates of the current stage and move on, or abort naming the failed gate.
+    """Run the gates of the current stage and move on, abort naming the failed gate, or wait for evidence.
 
     Evidence comes from ``--evidence`` (a JSON object with the ``delivery.Evidence`` arrays),
     or by default (``--source live``) from the running system's streams since the stage began: the
@@ -190,7 +190,11 @@ def rollout_advance(
         )
     result = controller.advance(evidence)
     for r in result.results:
-        out.print(("[green]pass[/green] " if r.passed else "[red]FAIL[/red] ") + r.message)
+        out.print(("[green]pass[/green] " if r.passed else "[yellow]wait[/yellow] " if r.waiting
+                   else "[red]FAIL[/red] ") + r.message)
+    if result.waiting:  # the sequential gate is undecided: nothing changed, look again with more outcomes
+        out.print(f"{version}: stays in {result.from_stage.value}, waiting for evidence")
+        return
     _published("rollout state")
     if not result.advanced:
         fail(f"rollout of {version} aborted in {result.from_stage.value}: {result.message}")

@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from delivery import DeliveryConfig, GateLimits, Stage, hash_unit
 from delivery.rollout import RolloutScorer
+from delivery.sequential import SequentialConfig
 from events.admin import create_topics
 from events.catalog import ALL_FEATURES, VIEWS
 from events.config import KafkaConfig
@@ -48,7 +49,10 @@ RULES = "min_price: 10\nmax_price: 5000\ndefault_base_rate: 150\n"
 ALWAYS_LIGHT = Thresholds(rules_below=0.0, heavy_above=1.0)
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 HOTELS = tuple(f"h{i}" for i in range(8))
-LOOSE_LATENCY = GateLimits(max_p99_latency_ms=60_000.0)  # these tests are about prices, not speed
+# these tests are about prices, not speed; the candidate books twice as often, an effect of half the outcome's
+# spread: the sequential gate is tuned for it (mixture_sd) and decides from 50 outcomes per arm
+LOOSE_LATENCY = GateLimits(max_p99_latency_ms=60_000.0,
+                           sequential=SequentialConfig(min_outcomes=50, mixture_sd=0.5))
 
 
 # -- pricers -------------------------------------------------------------------------------------

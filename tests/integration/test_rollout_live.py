@@ -79,6 +79,7 @@ def deployment(stack: StackConfig, tmp_path_factory: pytest.TempPathFactory) -> 
     # a deadline no loaded host misses: a decision past it falls back to rules, and the price gates would then
     # compare fallbacks (seen once: a 3.2% mean shift between two copies of one model on a host at load 8)
     env = stack_env(stack, root / "state", PRICESTREAM_CANARY_SHARE="0.4", PRICESTREAM_ROLLOUT_PAIR_SHARE="0.5",
+                    PRICESTREAM_ROLLOUT_MIN_OUTCOMES="50", PRICESTREAM_ROLLOUT_MIXTURE_SD="0.5",
                     PRICESTREAM_DEADLINE_MS="5000")
     seed_models(env)
     assert run_cli(env, "topics", "create").returncode == 0

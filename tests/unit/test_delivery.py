@@ -32,11 +32,11 @@ class _Clock:
         return self.t
 
 
-def _good_evidence(n: int = 400) -> Evidence:
+def _good_evidence(n: int = 3_000) -> Evidence:
     rng = np.random.default_rng(5)
     prices = rng.uniform(80, 200, n)
     booked = (rng.uniform(size=n) < 0.3).astype(float)
-    # the candidate books clearly more, so its lower confidence bound clears the gate
+    # the candidate books clearly more, so the sequential net_value gate promotes it
     candidate_booked = (rng.uniform(size=n) < 0.45).astype(float)
     revenue = booked * prices
     return Evidence(

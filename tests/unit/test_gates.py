@@ -6,14 +6,12 @@ import pytest
 from delivery.gates import (
     Evidence,
     GateLimits,
-    booking_rate_gate,
     evaluate_gates,
     flip_rate_gate,
     latency_gate,
+    net_value_gate,
     price_ks_gate,
     price_mean_shift_gate,
-    revenue_gate,
-    wilson_lower,
 )
 
 LIMITS = GateLimits()
@@ -55,24 +53,34 @@ def test_price_distribution_shift_is_stopped() -> None:
     assert "price_mean_shift" in shift.message
 
 
-def test_booking_gate_uses_the_lower_confidence_bound() -> None:
+def test_net_value_gate_promotes_aborts_and_waits() -> None:
     rng = np.random.default_rng(1)
-    inc = (rng.uniform(size=20_000) < 0.30).astype(float)
-    same = (rng.uniform(size=20_000) < 0.30).astype(float)
-    worse = (rng.uniform(size=20_000) < 0.22).astype(float)
-    ok = booking_rate_gate(inc, same, limits=LIMITS)
-    bad = booking_rate_gate(inc, worse, limits=LIMITS)
-    assert ok.passed and ok.limit == pytest.approx(inc.mean() * 0.95)
-    assert not bad.passed and bad.observed == pytest.approx(wilson_lower(worse.sum(), 20_000, confidence=0.95))
-    assert "short by" in bad.message
+    inc = (rng.uniform(size=20_000) < 0.30) * rng.uniform(80, 200, 20_000)
+    better = (rng.uniform(size=20_000) < 0.36) * rng.uniform(80, 200, 20_000)
+    worse = (rng.uniform(size=20_000) < 0.24) * rng.uniform(80, 200, 20_000)
+    same = (rng.uniform(size=20_000) < 0.30) * rng.uniform(80, 200, 20_000)
+    up, down, flat = (net_value_gate(inc, c, limits=LIMITS) for c in (better, worse, same))
+    assert up.passed and not up.waiting and up.observed > 0
+    assert not down.passed and not down.waiting and "candidate worse" in down.message
+    assert flat.waiting and not flat.passed and "undecided" in flat.message
+    few = net_value_gate(inc[:100], better[:100], limits=LIMITS)
+    assert few.waiting and "gathering evidence" in few.message
 
 
-def test_revenue_gate() -> None:
+def test_outcome_gate_prefers_net_value_to_revenue() -> None:
     rng = np.random.default_rng(2)
-    inc = rng.gamma(2.0, 50.0, 5_000)
-    assert revenue_gate(inc, rng.gamma(2.0, 52.0, 5_000), limits=LIMITS).passed
-    result = revenue_gate(inc, rng.gamma(2.0, 40.0, 5_000), limits=LIMITS)
-    assert not result.passed and result.gate == "revenue_per_request"
+    prices = _prices(8_000)
+    booked = (rng.uniform(size=8_000) < 0.3).astype(float)
+    # the candidate books more at the same prices, but sells rooms worth more than it charges
+    cand_booked = (rng.uniform(size=8_000) < 0.4).astype(float)
+    e = Evidence(incumbent_prices=prices, candidate_prices=prices, candidate_latency_ms=np.full(8_000, 2.0),
+                 incumbent_revenue=booked * prices, candidate_revenue=cand_booked * prices,
+                 incumbent_net=booked * prices * 0.2, candidate_net=cand_booked * (prices - 1.5 * prices))
+    by_gate = {r.gate: r for r in evaluate_gates(e, limits=LIMITS, outcomes=True)}
+    assert not by_gate["net_value"].passed and "on net value" in by_gate["net_value"].message
+    revenue_only = Evidence(**{**e.__dict__, "incumbent_net": None, "candidate_net": None})
+    by_gate = {r.gate: r for r in evaluate_gates(revenue_only, limits=LIMITS, outcomes=True)}
+    assert by_gate["net_value"].passed and "on revenue" in by_gate["net_value"].message
 
 
 def test_latency_gate_on_p99() -> None:
@@ -86,13 +94,7 @@ def test_missing_evidence_fails_the_gate() -> None:
     inc = _prices()
     results = evaluate_gates(Evidence(incumbent_prices=inc, candidate_prices=inc), limits=LIMITS, outcomes=True)
     failed = {r.gate: r.message for r in results if not r.passed}
-    assert set(failed) == {"booking_rate", "revenue_per_request", "p99_latency"}
+    assert set(failed) == {"net_value", "p99_latency"}
     assert "no evidence" in failed["p99_latency"]
     few = flip_rate_gate(inc[:10], inc[:10], limits=LIMITS)
     assert not few.passed and "10 < 30" in few.message
-
-
-def test_wilson_lower_bound_known_value() -> None:
-    # 50/100 at 95%: 0.4038 (standard table value)
-    assert wilson_lower(50, 100, confidence=0.95) == pytest.approx(0.40383, abs=1e-4)
-    assert wilson_lower(0, 0, confidence=0.95) == 0.0
