@@ -41,6 +41,8 @@ class TopicSpec(BaseModel):
 _BASE = (
     TopicSpec(name="behaviour.events", partitions=6, description="search/view/booking/... from producers"),
     TopicSpec(name="features.v1", partitions=6, description="feature rows from the Flink feature job"),
+    TopicSpec(name="behaviour.events.accepted", partitions=6,
+              description="every event the feature job accepted, with its columns (the offline store's raw events)"),
     TopicSpec(name="pricing.requests", partitions=3, description="pricing requests for the stream scorer"),
     TopicSpec(name="pricing.decisions", partitions=3, retention_ms=30 * _DAY_MS, description="scorer decisions"),
     TopicSpec(

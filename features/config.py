@@ -60,6 +60,8 @@ class FeaturesConfig(BaseModel):
     """How long ``WAIT`` may block per master before the batch fails and is retried."""
     kafka: KafkaConfig = KafkaConfig()
     topic: str = "features.v1"
+    events_topic: str | None = "behaviour.events.accepted"
+    """The feature job's accepted events, kept by the offline writer as raw events and history; None: not read."""
     online_group: str = "features-online-writer"
     offline_group: str = "features-offline-writer"
     batch_size: int = Field(default=500, gt=0)

@@ -7,10 +7,14 @@
   view's key columns, ``event_timestamp`` (= ``feature_time``), ``version_time`` (``version`` as
   nanoseconds, see :mod:`features.store`), ``version`` and the view's features. Feast's file
   offline store reads these (:func:`features.store.feature_views`).
+* ``<root>/events/date=YYYY-MM-DD/part-<id>.parquet``: the raw events the job accepted
+  (``behaviour.events.accepted``, :mod:`features.raw_events`), by the date of their event time.
+* ``<root>/asof/feast/<view>/...``: the point-in-time history materialised from those events after
+  each flush that wrote some (:mod:`features.history`).
 * ``<root>/_manifests/part-<id>.json``: the files of one flush, their row count and the Kafka
   offsets they hold (snapshot provenance).
 
-The date partition is the UTC date of ``feature_time``. Files are never rewritten.
+The date partition is the UTC date of ``feature_time``. Parts are never rewritten (compaction merges them).
 
 Example:
     >>> import tempfile
@@ -44,6 +48,8 @@ from prometheus_client import CollectorRegistry
 from events.catalog import VIEWS
 from events.runtime import BatchContext, Output, Record, Runtime, RuntimeConfig, Step
 from features.config import FeaturesConfig
+from features.history import materialise
+from features.raw_events import EVENTS, date_of, events_table, parse_accepted
 from features.rows import FeatureRow, parse_row
 from features.store import CREATED_FIELD, TIMESTAMP_FIELD, view_path
 
@@ -95,8 +101,9 @@ class Written:
     offsets: Mapping[str, Mapping[int, OffsetRange]] = field(default_factory=dict)
 
 
-def _date_of(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).date().isoformat()
+_date_of = date_of
+Event = dict[str, Any]
+"""A raw event, as :func:`features.raw_events.parse_accepted` returns it."""
 
 
 def features_v1_table(rows: Sequence[FeatureRow]) -> pa.Table:
@@ -135,11 +142,20 @@ class OfflineWriter:
         self.root = Path(root)
 
     def write_rows(
-        self, rows: Sequence[FeatureRow], *, offsets: Mapping[str, Mapping[int, OffsetRange]] | None = None
+        self, rows: Sequence[FeatureRow], *, events: Sequence[Event] = (),
+        offsets: Mapping[str, Mapping[int, OffsetRange]] | None = None,
     ) -> Written:
-        """Write one flush: a part per date partition and layout, then its manifest (last, atomically)."""
+        """Write one flush: a part per date partition and layout, then its manifest (last, atomically).
+
+        With ``events``, their parts too, and then the point-in-time history of the dates they change.
+        """
         part_id = uuid.uuid4().hex
         files: list[Path] = []
+        by_day: dict[str, list[Event]] = {}
+        for event in events:
+            by_day.setdefault(date_of(event["event_time"]), []).append(event)
+        for day, day_events in sorted(by_day.items()):
+            files.append(self._write(self.root / EVENTS / f"date={day}", part_id, events_table(day_events)))
         by_date: dict[str, list[FeatureRow]] = {}
         for row in rows:
             by_date.setdefault(_date_of(row.feature_time), []).append(row)
@@ -150,9 +166,11 @@ class OfflineWriter:
                 if of_view:
                     directory = view_path(self.root, view) / f"date={day}"
                     files.append(self._write(directory, part_id, view_table(view, of_view)))
-        written = Written(self.root, part_id, len(rows), tuple(files), dict(offsets or {}))
-        if rows:
+        written = Written(self.root, part_id, len(rows) + len(events), tuple(files), dict(offsets or {}))
+        if rows or events:
             self._manifest(written)
+        if by_day:
+            materialise(self.root, since=min(by_day))
         return written
 
     def _write(self, directory: Path, part_id: str, table: pa.Table) -> Path:
@@ -200,11 +218,12 @@ def read_features_v1(root: Path | str) -> pd.DataFrame:
 class OfflineRunStats:
     polled: int = 0
     written: int = 0
+    events: int = 0
     dead_lettered: int = 0
     flushes: int = 0
 
 
-class OfflineWriteStep(Step[FeatureRow]):
+class OfflineWriteStep(Step[FeatureRow | Event]):
     """The offline writer as a runtime step: buffer rows, write parquet and manifest, then let offsets commit.
 
     :meth:`durable` flushes when ``offline_flush_rows`` are buffered, ``offline_flush_s`` passed since
@@ -217,30 +236,38 @@ class OfflineWriteStep(Step[FeatureRow]):
         self.writer = OfflineWriter(config.offline)
         self.stats = OfflineRunStats()
         self.buffer: list[FeatureRow] = []
+        self.events: list[Event] = []
         self.offsets: dict[str, dict[int, OffsetRange]] = {}
         self._clock = clock
         self._flushed_at = clock()
 
-    def parse(self, record: Record[bytes]) -> FeatureRow:
+    def parse(self, record: Record[bytes]) -> FeatureRow | Event:
         # tracked before parsing: a flush's manifest accounts for its dead-lettered records too
         _track(self.offsets, self.config.kafka.topic(record.topic), record.partition, record.offset)
+        if record.topic == self.config.events_topic:
+            return parse_accepted(record.value)
         return parse_row(record.value)
 
-    def process(self, batch: Sequence[Record[FeatureRow]], ctx: BatchContext | None) -> list[Output]:
-        self.buffer += [record.value for record in batch]
+    def process(self, batch: Sequence[Record[FeatureRow | Event]], ctx: BatchContext | None) -> list[Output]:
+        for record in batch:
+            if isinstance(record.value, FeatureRow):
+                self.buffer.append(record.value)
+            else:
+                self.events.append(record.value)
         return []
 
     def durable(self, *, force: bool) -> bool:
         now = self._clock()
-        full = len(self.buffer) >= self.config.offline_flush_rows
+        full = len(self.buffer) + len(self.events) >= self.config.offline_flush_rows
         due = full or now - self._flushed_at >= self.config.offline_flush_s
         if not (force or due):
             return not self.offsets
         if self.offsets:
-            self.writer.write_rows(self.buffer, offsets=self.offsets)
+            self.writer.write_rows(self.buffer, events=self.events, offsets=self.offsets)
             self.stats.written += len(self.buffer)
+            self.stats.events += len(self.events)
             self.stats.flushes += 1
-            self.buffer, self.offsets = [], {}
+            self.buffer, self.events, self.offsets = [], [], {}
         self._flushed_at = now
         return True
 
@@ -250,12 +277,17 @@ class OfflineWriteStep(Step[FeatureRow]):
         return {"offline_store": None if os.access(probe, os.W_OK) else f"not writable: {root}"}
 
     def describe(self) -> dict[str, Any]:
-        return {"buffered": len(self.buffer), "written": self.stats.written, "flushes": self.stats.flushes}
+        return {"buffered": len(self.buffer) + len(self.events), "written": self.stats.written,
+                "events": self.stats.events, "flushes": self.stats.flushes}
 
 
 def runtime_config(config: FeaturesConfig, **overrides: Any) -> RuntimeConfig:
-    """The runtime settings of the offline writer (group ``offline_group``, at-least-once) plus ``overrides``."""
-    fields: dict[str, Any] = {"name": "offline-writer", "kafka": config.kafka, "inputs": (config.topic,),
+    """The runtime settings of the offline writer (group ``offline_group``, at-least-once) plus ``overrides``.
+
+    It reads ``features.v1`` and, when the topic exists, the accepted events (``events_topic``).
+    """
+    inputs = (config.topic, config.events_topic) if config.events_topic and _exists(config) else (config.topic,)
+    fields: dict[str, Any] = {"name": "offline-writer", "kafka": config.kafka, "inputs": inputs,
                               "group_id": config.offline_group, "max_batch": config.batch_size}
     return RuntimeConfig.model_validate(fields | overrides)
 
@@ -281,6 +313,23 @@ def run(
     step.stats.polled = totals.consumed
     step.stats.dead_lettered = totals.dead_lettered
     return step.stats
+
+
+def _exists(config: FeaturesConfig) -> bool:
+    """Whether the accepted-events topic exists, created with its DLQ if it can be (``pricestream up`` creates it).
+
+    A principal that may not create topics (a secure stack) reads it only once it exists.
+    """
+    from events.admin import admin_client, create_topics
+    from events.errors import TopicError
+    from events.topics import TopicSpec
+
+    name = config.events_topic or ""
+    try:
+        create_topics(config.kafka, [TopicSpec(name=name, partitions=6), TopicSpec(name=f"{name}.dlq", partitions=1)])
+    except TopicError:
+        pass  # not allowed to create it: read it if it is there
+    return config.kafka.topic(name) in admin_client(config.kafka).list_topics(timeout=10.0).topics
 
 
 def _track(offsets: dict[str, dict[int, OffsetRange]], topic: str, partition: int, offset: int) -> None:

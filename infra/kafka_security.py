@@ -66,10 +66,12 @@ class Grant:
 
 GRANTS: dict[str, Grant] = {
     "producer": Grant(write=("behaviour.events",), describe=("behaviour.events.dlq",)),
-    "features": Grant(read=("behaviour.events",), write=("features.v1", "behaviour.events.dlq"),
+    "features": Grant(read=("behaviour.events",), write=("features.v1", "behaviour.events.dlq",
+                                                         "behaviour.events.accepted"),
                       groups=("pricestream-feature-job",), transactional_ids=("pricestream-features",)),
     "online-writer": Grant(read=("features.v1",), write=("features.v1.dlq",), groups=("features-online-writer",)),
-    "offline-writer": Grant(read=("features.v1",), write=("features.v1.dlq",), groups=("features-offline-writer",)),
+    "offline-writer": Grant(read=("features.v1", "behaviour.events.accepted"), write=("features.v1.dlq",),
+                            groups=("features-offline-writer",)),
     "scorer": Grant(read=("features.v1", "pricing.requests", "control.v1"),
                     write=("pricing.decisions", "pricing.decisions.dlq", "pricing.requests.dlq", "audit.heads"),
                     groups=("serve-stream", "pricing-stream-scorer", "pricestream-control")),

@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from events.contract import HotelProfile
 
+JOB_NAME = "features"
+"""The job's name: the last part of its checkpoint directory."""
 UDF_JAR_NAME = "pricestream-udf.jar"
 """The job's JVM functions, built by ``pricestream up`` next to the connector jar (``infra.jars.build_udf``)."""
 
@@ -58,6 +60,10 @@ class FeatureJobConfig(BaseModel):
     source_topic: str = "behaviour.events"
     sink_topic: str = "features.v1"
     group_id: str = "pricestream-feature-job"
+    """The source's consumer group; the job uses it under the topic prefix (:meth:`scoped`)."""
+    accepted_topic: str | None = "behaviour.events.accepted"
+    """Where the job writes every event it accepts (its columns and the event's bytes), for the offline
+    store's raw events and point-in-time history (``features.asof``); None: not written."""
     connector_jar: Path
     online: OnlineSink | None = None
     """Write the online store from the job (no hop through ``features.v1`` and the Python writer); None: Kafka only."""
@@ -96,6 +102,7 @@ class FeatureJobConfig(BaseModel):
     """Of the tile sink: an upsert of a tile is idempotent, so at-least-once gives exactly-once values
     without waiting for a checkpoint to make a row visible."""
     transactional_id_prefix: str = "pricestream-features"
+    """Of the job's transactional producers; the job uses it under the topic prefix (:meth:`scoped`)."""
     # Below the broker's transaction.max.timeout.ms (15 min by default), above the
     # longest checkpoint we expect, so a slow checkpoint does not abort the transaction.
     transaction_timeout_ms: int = Field(default=600_000, gt=0)
@@ -104,6 +111,28 @@ class FeatureJobConfig(BaseModel):
 
     def topic(self, name: str) -> str:
         return f"{self.topic_prefix}{name}"
+
+    def scoped(self, name: str) -> str:
+        """A consumer group or transactional id under this deployment's topic prefix (two deployments never share).
+
+        Example:
+            >>> FeatureJobConfig(connector_jar=Path("/x.jar"), topic_prefix="h3.").scoped("pricestream-feature-job")
+            'h3.pricestream-feature-job'
+        """
+        return name if name.startswith(self.topic_prefix) else f"{self.topic_prefix}{name}"
+
+    @property
+    def checkpoints(self) -> Path | None:
+        """This deployment's and job's checkpoints: ``checkpoint_dir/<topic prefix>features``, or None.
+
+        Example:
+            >>> job = FeatureJobConfig(connector_jar=Path("/x.jar"), topic_prefix="h3.", checkpoint_dir=Path("/s"))
+            >>> job.checkpoints
+            PosixPath('/s/h3.features')
+        """
+        if self.checkpoint_dir is None:
+            return None
+        return self.checkpoint_dir / f"{self.topic_prefix}{JOB_NAME}"
 
     @property
     def functions_jar(self) -> Path:

@@ -22,7 +22,11 @@ from pyflink.util.java_utils import add_jars_to_context_class_loader
 
 from events.contract import encoded_job_spec
 from pipelines.config import FeatureJobConfig
+from pipelines.identity import check_restore, write_identity
 from pipelines.job_specs import redis_sink_spec, sink_spec, source_spec, tile_spec
+
+ACCEPTED_PARTITIONS = 6
+"""Partitions of the accepted-events topic (keyed by hotel, like the source)."""
 
 SPEC_PARAMETER = "pricestream.contract"
 """Name of the job parameter ``ParseEvent.java`` reads the contract spec from."""
@@ -42,7 +46,8 @@ def job_configuration(config: FeatureJobConfig) -> Configuration:
     conf.set_string("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
     # Checkpoints always go to files: the JobManager-memory default holds a few MB and
     # fails once the state grows (seen at ~50k events with OVER windows).
-    checkpoints = config.checkpoint_dir or Path(tempfile.gettempdir()) / "pricestream-checkpoints" / config.group_id
+    checkpoints = config.checkpoints or Path(tempfile.gettempdir()) / "pricestream-checkpoints" / config.scoped(
+        config.group_id)
     conf.set_string("execution.checkpointing.dir", checkpoints.resolve().as_uri())
     conf.set_string("state.checkpoints.num-retained", "3")
     if config.restore_from is not None:
@@ -96,7 +101,7 @@ def build_feature_job(env: StreamExecutionEnvironment, config: FeatureJobConfig)
     source = flink.SourceJob.build(env._j_stream_execution_environment, source_spec(config))
     rows = flink.TileJob.union(flink.TileJob.apply(source.valid(), tile_spec(config)), source.inventory())
     online = redis_sink_spec(config) if config.online is not None else None
-    flink.SinkJob.attach(rows, source.dlq(), sink_spec(config), online)
+    flink.SinkJob.attach(rows, source.dlq(), source.accepted(), sink_spec(config), online)
     return StreamJob(env, "pricestream-features")
 
 
@@ -126,10 +131,10 @@ def stop_with_savepoint(result: StreamJob, config: FeatureJobConfig) -> str:
     The next ``resume_point`` picks it (it is the newest), so stop and start lose nothing.
     """
     client = result.get_job_client()
-    if client is None or config.checkpoint_dir is None:
+    if client is None or config.checkpoints is None:
         msg = "stop with savepoint: got a job without a client or a checkpoint_dir, expected a submitted job"
         raise RuntimeError(msg)
-    target = (config.checkpoint_dir / SAVEPOINTS).resolve().as_uri()
+    target = (config.checkpoints / SAVEPOINTS).resolve().as_uri()
     # PyFlink 2.3's JobClient.stop_with_savepoint calls a Java signature that 2.x no longer has
     # (the savepoint format became a required argument): call the JVM's own.
     canonical = get_gateway().jvm.org.apache.flink.core.execution.SavepointFormatType.CANONICAL
@@ -144,9 +149,9 @@ def resume_point(config: FeatureJobConfig, *, savepoint: Path | None = None, fre
     """
     if savepoint is not None:
         return savepoint
-    if fresh or config.checkpoint_dir is None:
+    if fresh or config.checkpoints is None:
         return None
-    return latest_checkpoint(config.checkpoint_dir)
+    return latest_checkpoint(config.checkpoints)
 
 
 def run_until_stopped(config: FeatureJobConfig, stop: threading.Event, *, poll_s: float = 0.5) -> str | None:
@@ -168,12 +173,30 @@ def run_until_stopped(config: FeatureJobConfig, stop: threading.Event, *, poll_s
     return stop_with_savepoint(result, config)
 
 
+def prepare_outputs(config: FeatureJobConfig) -> None:
+    """Create the accepted-events topic (the broker does not create topics) and record the job's identity.
+
+    A secure stack's job principal may not create topics: there ``pricestream up`` created it (it is in
+    :data:`events.topics.TOPICS`), and the job only checks nothing else.
+    """
+    if config.accepted_topic is not None and not config.kafka_properties:
+        from events.admin import create_topics
+        from events.config import KafkaConfig
+        from events.topics import TopicSpec
+
+        kafka = KafkaConfig(bootstrap_servers=config.bootstrap_servers, topic_prefix=config.topic_prefix)
+        create_topics(kafka, [TopicSpec(name=config.accepted_topic, partitions=ACCEPTED_PARTITIONS, is_input=False)])
+    write_identity(config)
+
+
 def run(config: FeatureJobConfig, *, wait: bool = True) -> StreamJob:
     """Build and execute the job; with ``wait`` block until it ends (bounded runs end).
 
     Submitted detached (``flink run -d``) it never waits: the client would otherwise
     stay up until an unbounded job ends.
     """
+    check_restore(config)
+    prepare_outputs(config)
     env = create_env(config)
     result = build_feature_job(env, config).execute()
     attached = get_gateway().jvm.org.apache.flink.configuration.DeploymentOptions.ATTACHED

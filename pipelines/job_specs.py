@@ -38,7 +38,7 @@ def sink_spec(config: FeatureJobConfig) -> str:
         "features": {
             "topic": config.topic(config.sink_topic),
             "delivery": config.tile_delivery,
-            "transactional_id_prefix": f"{config.transactional_id_prefix}-features",
+            "transactional_id_prefix": config.scoped(f"{config.transactional_id_prefix}-features"),
             # Value rows are small (~400 bytes): larger batches cut the producer's network thread, which
             # cost ~45 us per event with the defaults (16 kB batches). No compression: each new lz4 batch
             # allocated its block buffers (~2% of the job's CPU samples).
@@ -48,8 +48,15 @@ def sink_spec(config: FeatureJobConfig) -> str:
         "dlq": {
             "topic": config.topic(config.source_topic + ".dlq"),
             "delivery": config.delivery,
-            "transactional_id_prefix": f"{config.transactional_id_prefix}-dlq",
+            "transactional_id_prefix": config.scoped(f"{config.transactional_id_prefix}-dlq"),
             "properties": {"transaction.timeout.ms": str(config.transaction_timeout_ms)},
+        },
+        "accepted": None if config.accepted_topic is None else {
+            "topic": config.topic(config.accepted_topic),
+            # at-least-once: the offline store keeps one copy per (source topic, partition, offset)
+            "delivery": "at-least-once",
+            "transactional_id_prefix": config.scoped(f"{config.transactional_id_prefix}-accepted"),
+            "properties": {"linger.ms": "20", "batch.size": "262144"},
         },
     })
 
@@ -81,7 +88,7 @@ def source_spec(config: FeatureJobConfig) -> str:
     return json.dumps({
         "bootstrap": config.bootstrap_servers,
         "topic": config.topic(config.source_topic),
-        "group_id": config.group_id,
+        "group_id": config.scoped(config.group_id),
         "properties": {"isolation.level": "read_committed", "auto.offset.reset": "earliest",
                        **config.kafka_properties},
         "startup": config.startup,
@@ -93,6 +100,7 @@ def source_spec(config: FeatureJobConfig) -> str:
         "late_reason": late_reason(config),
         "contract": encoded_job_spec(config.hotels),
         "columns": list(tile_columns()),
+        "accepted": config.accepted_topic is not None,
     })
 
 

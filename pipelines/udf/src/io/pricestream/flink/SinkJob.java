@@ -43,11 +43,11 @@ public final class SinkJob {
 
     /**
      * Adds the job's sinks: {@code values} to {@code features.v1} (and to Redis when
-     * {@code redisSpecJson} is not null), {@code deadLetters} to the DLQ. {@code specJson} is
-     * {@code pipelines.job_specs.sink_spec}.
+     * {@code redisSpecJson} is not null), {@code deadLetters} to the DLQ, {@code accepted} to the
+     * accepted-events topic when the spec names one. {@code specJson} is {@code pipelines.job_specs.sink_spec}.
      */
-    public static void attach(DataStream<Row> values, DataStream<Row> deadLetters, String specJson,
-                              String redisSpecJson) throws IOException {
+    public static void attach(DataStream<Row> values, DataStream<Row> deadLetters, DataStream<Row> accepted,
+                              String specJson, String redisSpecJson) throws IOException {
         JsonNode spec = new ObjectMapper().readTree(specJson);
         Properties producer = new Properties();
         putAll(producer, spec.get("properties"));
@@ -61,6 +61,11 @@ public final class SinkJob {
         JsonNode dlq = spec.get("dlq");
         deadLetters.sinkTo(kafka(bootstrap, producer, dlq, new DeadLetters(dlq.get("topic").asText())))
             .name("DLQ: dead letters").uid("pricestream-sink-dlq");
+        JsonNode events = spec.get("accepted");
+        if (events != null && !events.isNull()) {
+            accepted.sinkTo(kafka(bootstrap, producer, events, new AcceptedEvents.Records(events.get("topic").asText())))
+                .name("accepted events").uid("pricestream-sink-accepted");
+        }
         if (redisSpecJson != null) {
             values.sinkTo(new RedisFeatureSink(redisSpecJson)).name("online store: redis").uid("pricestream-sink-redis");
         }

@@ -60,15 +60,19 @@ public final class SourceJob {
 
     private static final OutputTag<Row> DLQ = new OutputTag<>("dlq", dlqType());
     private static final OutputTag<Row> INVENTORY = new OutputTag<>("inventory", TileJob.outputType());
+    private static final OutputTag<Row> ACCEPTED = new OutputTag<>("accepted", AcceptedEvents.type());
 
     private final DataStream<Row> valid;
     private final DataStream<Row> inventory;
     private final DataStream<Row> dlq;
+    private final DataStream<Row> accepted;
 
-    private SourceJob(DataStream<Row> valid, DataStream<Row> inventory, DataStream<Row> dlq) {
+    private SourceJob(DataStream<Row> valid, DataStream<Row> inventory, DataStream<Row> dlq,
+                      DataStream<Row> accepted) {
         this.valid = valid;
         this.inventory = inventory;
         this.dlq = dlq;
+        this.accepted = accepted;
     }
 
     /** The valid events, as the tile operator reads them ({@code columns} of the spec, in order). */
@@ -86,6 +90,11 @@ public final class SourceJob {
         return dlq;
     }
 
+    /** Every accepted event as its {@link AcceptedEvents} record ({@code key BYTES, value BYTES}); empty when off. */
+    public DataStream<Row> accepted() {
+        return accepted;
+    }
+
     /** Type of a dead-letter row. */
     public static TypeInformation<Row> dlqType() {
         return Types.ROW_NAMED(new String[] {"payload", "headers"}, PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO,
@@ -97,8 +106,9 @@ public final class SourceJob {
         JsonNode spec = new ObjectMapper().readTree(specJson);
         List<String> columns = new ArrayList<>();
         spec.get("columns").forEach(c -> columns.add(c.asText()));
+        JsonNode keep = spec.get("accepted");
         Split split = new Split(spec.get("allowed_lateness_ms").asLong(), spec.get("late_reason").asText(),
-            columns);  // checks the column names before anything runs
+            columns, keep != null && keep.asBoolean());  // checks the column names before anything runs
 
         KafkaSourceBuilder<Row> builder = KafkaSource.<Row>builder()
             .setBootstrapServers(spec.get("bootstrap").asText())
@@ -140,7 +150,8 @@ public final class SourceJob {
             .process(split, validType(columns))
             .name("events: valid / inventory / dead letters")
             .uid("pricestream-split");
-        return new SourceJob(valid, valid.getSideOutput(INVENTORY), valid.getSideOutput(DLQ));
+        return new SourceJob(valid, valid.getSideOutput(INVENTORY), valid.getSideOutput(DLQ),
+            valid.getSideOutput(ACCEPTED));
     }
 
     /** Type of a valid row: the SQL types of the columns the job used to select from its {@code valid} view. */
@@ -274,11 +285,13 @@ public final class SourceJob {
         private final long latenessS;
         private final String lateReason;
         private final Column[] columns;
+        private final AcceptedEvents accepted;
 
-        Split(long latenessMs, String lateReason, List<String> columns) {
+        Split(long latenessMs, String lateReason, List<String> columns, boolean keepAccepted) {
             this.latenessS = latenessMs / 1000;
             this.lateReason = lateReason;
             this.columns = columns.stream().map(Column::of).toArray(Column[]::new);
+            this.accepted = keepAccepted ? new AcceptedEvents(columns) : null;
         }
 
         @Override
@@ -304,6 +317,10 @@ public final class SourceJob {
                 valid.setField(i, value(columns[i], row, kind, rooms, plausible, complimentary));
             }
             out.collect(valid);
+            if (accepted != null) {
+                ctx.output(ACCEPTED, accepted.record(valid, (String) row.getField(TOPIC), (Integer) row.getField(PARTITION),
+                    (byte[]) row.getField(PAYLOAD)));
+            }
             if ("inventory".equals(kind)) {
                 ctx.output(INVENTORY, inventoryRow(row));
             }

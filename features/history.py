@@ -1,0 +1,106 @@
+"""The offline store's point-in-time history: as-of rows of every view, materialised from the raw events.
+
+``<root>/asof`` is an offline root of its own, in the layout Feast reads
+(:func:`features.store.view_path`): ``<root>/asof/feast/<view>/date=YYYY-MM-DD/part-asof.parquet``,
+one file per view and date, holding the rows of :func:`features.asof.asof_rows` whose event time
+falls on that date. A file is rewritten whole (written beside, renamed over), so a reader sees the
+old or the new rows of a date, never a mix. Built from the events alone, the files are the same
+whatever the order and batching of the events' arrival: a replay gives the same rows, and a
+snapshot taken over them the same content hash.
+
+:func:`materialise` recomputes the dates from ``since`` on (a late event changes its own date and the
+next :data:`LOOKBACK_DAYS`, the longest window and its tile), reading the events from
+:data:`LOOKBACK_DAYS` before it; the offline writer calls it after each flush with the oldest date the
+flush wrote events to.
+
+Example:
+    >>> import tempfile
+    >>> from features.raw_events import EVENTS
+    >>> root = Path(tempfile.mkdtemp())
+    >>> materialise(root).dates
+    0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from events.catalog import VIEW_SPECS
+from features.asof import asof_rows
+from features.raw_events import event_dates, read_events
+from features.store import CREATED_FIELD, view_path
+
+ASOF = "asof"
+"""The history's offline root, under the offline store's."""
+ASOF_FILE = "part-asof.parquet"
+LOOKBACK_DAYS = max((v.window_ms or 0) + (v.tile_ms or 0) for v in VIEW_SPECS) // 86_400_000 + 1
+"""Days before a date whose events can be in a window of a row of that date (14 d window, 1 d tile, + 1)."""
+
+
+@dataclass(frozen=True)
+class Materialised:
+    """What :func:`materialise` did: dates rewritten, rows and files written."""
+
+    dates: int
+    rows: int
+    files: int
+
+
+def asof_root(root: Path | str) -> Path:
+    """The history's offline root (a Feast offline root: point a store's views here)."""
+    return Path(root) / ASOF
+
+
+def _shift(day: str, days: int) -> str:
+    return (date.fromisoformat(day) + timedelta(days=days)).isoformat()
+
+
+def materialise(root: Path | str, *, since: str | None = None,
+                progress: Callable[[int, int], None] | None = None) -> Materialised:
+    """Rewrite the as-of rows of every date from ``since`` (every date when None) to the newest event's.
+
+    Args:
+        root: the offline store (its ``events`` dataset is read, its ``asof`` root written).
+        since: ISO date: the oldest date whose events changed.
+        progress: called as ``(views done, views)``.
+    """
+    root = Path(root)
+    dates = event_dates(root)
+    if not dates:
+        return Materialised(0, 0, 0)
+    start = dates[0] if since is None else max(since, dates[0])
+    wanted = [d for d in dates if d >= start]
+    reading = [d for d in dates if d >= _shift(start, -LOOKBACK_DAYS)]
+    events = read_events(root, reading)
+    rows = files = 0
+    for i, view in enumerate(VIEW_SPECS):
+        table = asof_rows(events, view)
+        table[CREATED_FIELD] = pd.to_datetime(table["version"], unit="ns", utc=True)
+        day = table["event_timestamp"].dt.strftime("%Y-%m-%d")
+        for d in wanted:
+            of_day = table[day == d].reset_index(drop=True)
+            files += _write(view_path(asof_root(root), view.name) / f"date={d}", of_day)
+            rows += len(of_day)
+        if progress is not None:
+            progress(i + 1, len(VIEW_SPECS))
+    return Materialised(len(wanted), rows, files)
+
+
+def _write(directory: Path, frame: pd.DataFrame) -> int:
+    """Replace the date's file with ``frame``'s rows (remove it when there are none); 1 if a file was written."""
+    target = directory / ASOF_FILE
+    if frame.empty:
+        target.unlink(missing_ok=True)
+        return 0
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = directory / f".{ASOF_FILE}.tmp"
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp, compression="zstd")
+    tmp.replace(target)
+    return 1
