@@ -33,6 +33,7 @@ from pricestream.commands import services as services_cmd
 from pricestream.commands import snapshots as snapshots_cmd
 from pricestream.commands.common import (
     HandledGroup,
+    ensure_bindable,
     err,
     fail,
     frame_table,
@@ -271,6 +272,9 @@ def serve(
 
     s = settings().acting_as("scorer", redis_user="scorer")  # a secure stack's least-privilege logins
     service = s.http_service(host or s.http_host)  # refuses security off on a bind beyond loopback, before loading
+    ensure_bindable(host or s.http_host, port or s.http_port, what="serve --port")  # before minutes of training
+    if s.http_ops_port is not None:
+        ensure_bindable(s.ops_host, s.http_ops_port, what="serve ops port (PRICESTREAM_HTTP_OPS_PORT)")
     create_topics(s.kafka(), [TOPICS["pricing.decisions"], TOPICS["pricing.decisions.dlq"],
                               *([TOPICS["audit.heads"]] if audit and s.audit_topic_anchors() else [])])
     with progress_bar("loading models", total=2) as bar:
@@ -309,6 +313,8 @@ def serve_stream(
     from serving.stream import run as run_stream
 
     s = settings()
+    if ops_port is not None:
+        ensure_bindable(s.ops_host, ops_port, what="serve-stream --ops-port")  # before the models and the group
     json_logs()
     create_topics(s.kafka())
     config = StreamScorerConfig(kafka=s.kafka(), batch_size=batch_size)

@@ -125,7 +125,9 @@ class Deployment:
 
     def start(self) -> None:
         """Check the ports are free, start supervisord and with it every program."""
-        s = self.settings
+        from pricestream.supervision import with_ops_ports
+
+        self.settings = s = with_ops_ports(self.settings)  # its own block of ops ports, recorded in its state dir
         busy = [p for p in self._ports() if not port_free(s.http_host, p)]
         if busy:
             msg = (f"ports {busy} are in use: set PRICESTREAM_HTTP_PORT / PRICESTREAM_OPS_BASE_PORT to free ones "

@@ -167,8 +167,10 @@ class Settings(BaseSettings):
     """Candidate outcomes after which an undecided rollout ends and the live model stays (``None``: no end)."""
     ops_host: str = "127.0.0.1"
     """Bind address of a stream service's ``/healthz`` and ``/metrics`` (``services run``, ``run``)."""
-    ops_base_port: int = Field(default=9460, gt=0, lt=65000)
-    """``pricestream run`` gives its services consecutive ops ports from here (the serve HTTP port aside)."""
+    ops_base_port: int | None = Field(default=None, gt=0, lt=65000)
+    """``pricestream run`` gives its services consecutive ops ports from here (the serve HTTP port aside);
+    ``None``: a free block, picked at the first ``run`` of the state dir and recorded in ``<state>/run/ops-ports.json``
+    (reused while free), so two deployments on one host never share one (``pricestream.supervision.ops_base``)."""
     grace_s: float = Field(default=30.0, gt=0)
     """A stream service asked to stop (SIGTERM, SIGINT) has this long to finish its batch, flush and commit."""
     log_every_s: float = Field(default=10.0, gt=0)

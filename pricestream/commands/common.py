@@ -81,6 +81,41 @@ def fail(message: str) -> None:
     raise CliInputError(message)
 
 
+def ensure_bindable(host: str, port: int, *, what: str) -> None:
+    """Stop with one line naming ``host:port`` when a server could not bind it (another process listens there).
+
+    Called before a command's slow work (models, topics, a consumer group), so a taken port is said at once.
+    Port 0 (any free port) always binds.
+
+    Example:
+        >>> import socket
+        >>> with socket.socket() as held:
+        ...     held.bind(("127.0.0.1", 0)); held.listen()
+        ...     try:
+        ...         ensure_bindable("127.0.0.1", held.getsockname()[1], what="--port")
+        ...     except CliInputError as exc:
+        ...         print(str(exc).replace(str(held.getsockname()[1]), "PORT")[:58])
+        --port: cannot bind 127.0.0.1:PORT: Address already in use
+    """
+    import socket
+
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers do: TIME_WAIT is no conflict
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            fail(f"{what}: cannot bind {host}:{port}: {exc.strerror or exc} (another process listens there; "
+                 "choose another port)")
+
+
+def bind_error(exc: OSError, host: str, port: int, *, what: str) -> CliInputError:
+    """A server's failed bind as one line naming the address (``OSError`` itself names no address)."""
+    return CliInputError(f"{what}: cannot bind {host}:{port}: {exc.strerror or exc}")
+
+
 def new_app(help_text: str) -> typer.Typer:
     """A sub-command group with the red-line error handler."""
     return typer.Typer(help=help_text, no_args_is_help=True, cls=HandledGroup, pretty_exceptions_enable=False)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from pricestream.commands.common import err, new_app, settings
+from pricestream.commands.common import ensure_bindable, err, new_app, settings
 
 app = new_app("The heavy tier as its own service, scaled apart from the scorers (PRICESTREAM_HEAVY_TIER=remote).")
 
@@ -31,6 +31,7 @@ def heavy_serve(
     from serving.heavy import HeavySlot, create_heavy_app
 
     s = settings().model_copy(update={"heavy_tier": "local"})  # this process holds the model itself
+    ensure_bindable(host or s.http_host, port or s.heavy_port, what="heavy serve --port")  # before the models
     follower = None
     if enabled(s):
         follower = follow_models(s)

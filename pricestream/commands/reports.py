@@ -10,7 +10,18 @@ import numpy as np
 import pandas as pd
 import typer
 
-from pricestream.commands.common import err, fail, kv_table, new_app, out, settings, stoppable, table
+from pricestream.commands.common import (
+    bind_error,
+    ensure_bindable,
+    err,
+    fail,
+    kv_table,
+    new_app,
+    out,
+    settings,
+    stoppable,
+    table,
+)
 from pricestream.settings import Settings
 
 monitor_app = new_app("Monitoring of the live pricing loop.")
@@ -83,9 +94,10 @@ def monitor_report(
 @monitor_app.command("stream")
 def monitor_stream(
     metrics_port: Annotated[
-        int, typer.Option(envvar="PRICESTREAM_MONITOR_METRICS_PORT", min=0, max=65535,
-                          help="serve Prometheus /metrics on 127.0.0.1:PORT while running (0: off)")
-    ] = 9464,
+        int | None, typer.Option(envvar="PRICESTREAM_MONITOR_METRICS_PORT", min=0, max=65535,
+                                 help="serve Prometheus /metrics on 127.0.0.1:PORT while running (default: a free "
+                                      "port, printed; 0: off)")
+    ] = None,
     reference: Annotated[
         str | None, typer.Option(envvar="PRICESTREAM_REFERENCE", help="snapshot id for the drift reference")
     ] = None,
@@ -118,10 +130,19 @@ def monitor_stream(
     if unknown or not watched:
         fail(f"--features: got {unknown or features!r}, expected names from {list(ALL_FEATURES)}")
     s = settings()
+    if metrics_port is None:  # no fixed default: 9464 was the trainer's ops port under `pricestream run`
+        from infra.flink_cluster import free_port
+
+        metrics_port = free_port()
+    ensure_bindable("127.0.0.1", metrics_port, what="monitor stream --metrics-port")
     create_topics(s.kafka(), [TOPICS["pricing.decisions"], TOPICS["pricing.decisions.dlq"]])
     registry = CollectorRegistry()
     if metrics_port:
-        start_http_server(metrics_port, addr="127.0.0.1", registry=registry)
+        try:
+            server, _ = start_http_server(metrics_port, addr="127.0.0.1", registry=registry)
+        except OSError as exc:
+            raise bind_error(exc, "127.0.0.1", metrics_port, what="monitor stream --metrics-port") from exc
+        metrics_port = int(server.server_port)
         err.print(f"metrics on http://127.0.0.1:{metrics_port}/metrics")
     ref = None
     if reference is not None:

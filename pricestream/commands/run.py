@@ -11,6 +11,7 @@ from __future__ import annotations
 import signal
 import threading
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import typer
 from rich.live import Live
@@ -31,6 +32,20 @@ def _table(rows: list) -> Table:
     return view
 
 
+def _check_ports(progs: list) -> None:
+    """Stop before anything starts when a program's port is taken, naming each address (issue 31 item 6)."""
+    from pricestream.commands.common import ensure_bindable
+
+    for prog in progs:
+        if prog.ops_url is not None:
+            netloc = urlsplit(prog.ops_url)
+            ensure_bindable(netloc.hostname or "127.0.0.1", netloc.port or 0, what=f"{prog.name} port")
+
+
+def _ports_line(progs: list) -> str:
+    return ", ".join(f"{p.name} {urlsplit(p.ops_url).port}" for p in progs if p.ops_url is not None)
+
+
 def run(
     without: Annotated[list[str] | None, typer.Option(
         "--without", envvar="PRICESTREAM_RUN_WITHOUT",
@@ -42,15 +57,16 @@ def run(
     """Start the pipeline as separate processes (feature job, writers, serve, labels, sampler, trainer, monitor)."""
     from events.admin import create_topics
     from feedback.registry import ModelRegistry
-    from pricestream.supervision import Supervisor, programs
+    from pricestream.supervision import Supervisor, programs, with_ops_ports
     from pricestream.wiring import ensure_models
 
-    s = settings()
+    s = with_ops_ports(settings())  # this deployment's recorded (or newly picked) ops ports, not another's
     skip = frozenset(without or ())
     progs = programs(s, skip=skip)
     unknown = skip - {p.name for p in programs(s)}
     if unknown:
         fail(f"--without: got {sorted(unknown)}, expected names from {[p.name for p in programs(s)]}")
+    _check_ports(progs)
     with err.status("creating topics and making sure a light and a heavy model are promoted"):
         create_topics(s.kafka())
         if s.secure:  # as the admin: each service principal's ACLs on this deployment's (prefixed) topics
@@ -65,7 +81,8 @@ def run(
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         sup.start()
-        err.print(f"supervisord running {len(progs)} processes; logs in {sup.root / 'logs'}; Ctrl-C stops all")
+        err.print(f"supervisord running {len(progs)} processes; logs in {sup.root / 'logs'}; ops ports "
+                  f"{_ports_line(progs)}; Ctrl-C stops all")
         with Live(_table(sup.statuses()), console=err, refresh_per_second=4, transient=False) as live:
             while not stop.wait(refresh) and sup.alive():
                 live.update(_table(sup.statuses()))

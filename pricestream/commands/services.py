@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import json
 import threading
 from collections.abc import Callable
@@ -34,7 +35,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pricestream.commands.common import fail, json_logs, new_app, out, settings, stoppable
+from pricestream.commands.common import (
+    bind_error,
+    ensure_bindable,
+    fail,
+    json_logs,
+    new_app,
+    out,
+    settings,
+    stoppable,
+)
 from pricestream.settings import Settings
 
 if TYPE_CHECKING:
@@ -234,7 +244,8 @@ def services_run(
     name: Annotated[str, typer.Argument(help=f"one of {', '.join(SERVICES)}")],
     ops_port: Annotated[int | None, typer.Option(
         envvar="PRICESTREAM_OPS_PORT", min=0, max=65535,
-        help="port of /healthz and /metrics (default: PRICESTREAM_OPS_BASE_PORT + its index; 0: any)")] = None,
+        help="port of /healthz and /metrics (default: PRICESTREAM_OPS_BASE_PORT + its index, else the port "
+             "pricestream run recorded for this state dir, else any free one; 0: any)")] = None,
     grace: Annotated[float | None, typer.Option(
         envvar="PRICESTREAM_GRACE_S", min=0.1, help="seconds a stop may take (default: settings grace_s)")] = None,
     max_idle: Annotated[float | None, typer.Option(
@@ -285,10 +296,12 @@ def services_run(
     if tier not in ("light", "heavy"):
         fail(f"--tier: got {tier!r}, expected light or heavy")
     s = settings().acting_as(name, redis_user=REDIS_USERS.get(name))
+    port = _ops_port(s, name) if ops_port is None else ops_port
+    ensure_bindable(s.ops_host, port, what=f"{name} ops port (--ops-port)")  # before the group and the topics
     json_logs()
     runtime: dict[str, Any] = {
         "ops_host": s.ops_host,
-        "ops_port": default_ops_port(name, base=s.ops_base_port) if ops_port is None else ops_port,
+        "ops_port": port,
         "grace_s": grace or s.grace_s, "log_every_s": s.log_every_s, "max_idle_s": max_idle,
         # static membership: a restart by this same command takes the partitions back at once
         "instance_id": _group(s, f"{name}-{s.service_instance}"),
@@ -302,5 +315,18 @@ def services_run(
     options = Options(s, runtime, timedelta(hours=horizon_hours), strategy, tier, train_every, reference,
                       sampler_c, sampler_floor, guard_tolerance, max_feature_shift)
     with stoppable(runtime["grace_s"]) as stop:
-        stats = RUNNERS[name](options, stop)
+        try:
+            stats = RUNNERS[name](options, stop)
+        except OSError as exc:
+            if exc.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
+                raise
+            raise bind_error(exc, s.ops_host, port, what=f"{name} ops port (--ops-port)") from exc
     out.print(_summary(name, stats), soft_wrap=True, highlight=False, markup=False)
+
+
+def _ops_port(s: Settings, name: str) -> int:
+    """``ops_base_port`` + the service's index, else the port ``pricestream run`` recorded, else 0 (any free)."""
+    from pricestream.supervision import recorded_ops_base
+
+    base = s.ops_base_port if s.ops_base_port is not None else recorded_ops_base(s)
+    return 0 if base is None else default_ops_port(name, base=base)
