@@ -7,12 +7,23 @@
 * **retrain**: fresh members fitted on the snapshot plus the new examples.
 
 Both, and the current model, are scored by log-loss on a validation set held
-out from the *newest* rows by event time, never trained on. By default that
-holdout comes from the snapshot (the curated offline data), because new
-examples are the untrusted part: if they were poisoned, a holdout cut from them
-would reward the poisoned model. The best candidate replaces the current model
-only if its log-loss is at most ``tolerance`` above the current one; otherwise
-the result says why it was rejected.
+out from the *newest* rows by event time, never trained on. By default
+(``holdout_from="new"``) that holdout is the newest ``validation_fraction`` of the
+new labels, time-ordered: outcomes that no model has seen. It never holds a row of
+the snapshot (the live model's training frame; a new row whose ``decision_id`` the
+snapshot has is dropped as a duplicate): a holdout cut from the snapshot's newest
+rows judges the live model on rows it was fitted on, and favours it (resort from
+1 November, weekly updates: 15 of 16 rejected). New labels are the untrusted part,
+so the caller runs the poisoning guard (:mod:`feedback.poisoning`) on them first,
+as the trainer service does. ``holdout_from="snapshot"`` (the snapshot's newest rows)
+and ``"all"`` (the newest rows of both) remain for a caller without that guard.
+The best candidate replaces the current model only if its log-loss is at most
+``tolerance`` above the current one; otherwise the result says why it was rejected.
+
+Recency: with ``recency_half_life_days``, every training row's weight is multiplied by
+``0.5 ** (age / half_life)``, its age measured from the newest training row, so a
+season or a shock in the new labels can move a model fitted on months of older rows
+(``None``: every row counts as its importance weight says).
 
 Models are native boosters (one, or several members averaged, like a heavy
 bundle), or a bundle directory with ``meta.json`` listing ``boosters`` and
@@ -74,7 +85,8 @@ class GuardConfig(BaseModel):
     learning_rate: float = Field(default=0.1, gt=0.0, le=1.0)
     min_data_in_leaf: int = Field(default=20, ge=1)
     min_validation_rows: int = Field(default=50, ge=1)
-    holdout_from: Literal["snapshot", "all"] = "snapshot"
+    holdout_from: Literal["new", "snapshot", "all"] = "new"
+    recency_half_life_days: float | None = Field(default=28.0, gt=0.0, description="training weight halves per")
     label_column: str = "booked"
     time_column: str = "event_time"
     weight_column: str = "weight"
@@ -92,6 +104,8 @@ class UpdateResult:
     reason: str
     train_frame: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     bundle_dir: Path | None = None
+    validation: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    """The holdout the candidates were judged on."""
 
     @property
     def booster(self) -> lgb.Booster:
@@ -142,6 +156,7 @@ def guarded_update(
     new_train, snap_train, val = _split(new, snap, validation_fraction, cfg)
     x_val, y_val, w_val = _xyw(val, cols, cfg)
     scores = {"current": log_loss(y_val, predict(members, x_val), w_val)}
+    new_train, snap_train = _recency(new_train, snap_train, cfg)
     both = pd.concat([snap_train, new_train], ignore_index=True)
     plan: list[tuple[CandidateKind, pd.DataFrame]] = [("continued", new_train)] if len(new_train) else []
     plan.append(("retrain", both))
@@ -163,11 +178,11 @@ def guarded_update(
             f"rejected: best candidate {best!r} log-loss {scores[best]:.4f} > current {scores['current']:.4f}"
             f" + tolerance {cfg.tolerance}"
         )
-        return UpdateResult(False, None, list(members), cols, metrics, reason)
+        return UpdateResult(False, None, list(members), cols, metrics, reason, validation=val)
     chosen: CandidateKind = "continued" if best == "continued" else "retrain"
     reason = f"accepted {best!r}: log-loss {scores[best]:.4f} vs current {scores['current']:.4f}"
     fitted, frame, bundle = candidates[best]
-    result = UpdateResult(True, chosen, fitted, cols, metrics, reason, frame, bundle)
+    result = UpdateResult(True, chosen, fitted, cols, metrics, reason, frame, bundle, val)
     if on_accept is not None:
         on_accept(result)
     return result
@@ -282,7 +297,11 @@ def _split(
     t = cfg.time_column
     snap = snap.sort_values(t, kind="stable").reset_index(drop=True)
     new = new.sort_values(t, kind="stable").reset_index(drop=True)
-    if cfg.holdout_from == "snapshot":
+    if cfg.holdout_from == "new":
+        new = _unseen(new, snap)
+        n_val = max(int(round(len(new) * fraction)), min(cfg.min_validation_rows, len(new) // 2))
+        val, snap_train, new_train = new.iloc[len(new) - n_val :], snap, new.iloc[: len(new) - n_val]
+    elif cfg.holdout_from == "snapshot":
         n_val = int(round(len(snap) * fraction))
         val, snap_train, new_train = snap.iloc[len(snap) - n_val :], snap.iloc[: len(snap) - n_val], new
     else:
@@ -294,9 +313,40 @@ def _split(
         new_train = train[train["_src"] == 1].drop(columns="_src")
         val = val.drop(columns="_src")
     if len(val) < cfg.min_validation_rows:
-        msg = f"field 'validation_fraction': {fraction} leaves {len(val)} rows, expected >= {cfg.min_validation_rows}"
+        msg = (f"field 'validation_fraction': {fraction} of the {cfg.holdout_from!r} rows leaves {len(val)} rows, "
+               f"expected >= {cfg.min_validation_rows}")
         raise TrainingError(msg)
     return new_train, snap_train, val
+
+
+def _unseen(new: pd.DataFrame, snap: pd.DataFrame) -> pd.DataFrame:
+    """New rows without the decisions the snapshot already holds (the live model trained on those)."""
+    if "decision_id" not in new.columns or "decision_id" not in snap.columns:
+        return new
+    seen = set(snap["decision_id"].dropna().astype(str))
+    return new[~new["decision_id"].astype(str).isin(seen)].reset_index(drop=True)
+
+
+def _recency(
+    new: pd.DataFrame, snap: pd.DataFrame, cfg: GuardConfig
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Training rows with their weights decayed by age (half-life ``recency_half_life_days``)."""
+    if cfg.recency_half_life_days is None:
+        return new, snap
+    frames = [f for f in (new, snap) if len(f)]
+    if not frames:
+        return new, snap
+    newest = max(pd.to_datetime(f[cfg.time_column], utc=True).max() for f in frames)
+    half_life = pd.Timedelta(days=cfg.recency_half_life_days)
+
+    def decayed(frame: pd.DataFrame) -> pd.DataFrame:
+        if not len(frame):
+            return frame
+        age = (newest - pd.to_datetime(frame[cfg.time_column], utc=True)) / half_life
+        base = frame[cfg.weight_column].fillna(1.0) if cfg.weight_column in frame.columns else 1.0
+        return frame.assign(**{cfg.weight_column: base * np.power(0.5, age.to_numpy(dtype=float))})
+
+    return decayed(new), decayed(snap)
 
 
 def _xyw(frame: pd.DataFrame, cols: Sequence[str], cfg: GuardConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -3,18 +3,10 @@
 Every example is learned at once by the river
 :class:`~feedback.online.OnlineDemandModel` (with its importance weight) and
 buffered. Every ``train_every`` buffered examples (or on :meth:`TrainerService.train_now`),
-the buffer (one row per decision, its latest revision) goes through:
-
-1. the :class:`~feedback.poisoning.PoisonGuard`, scored by the tier's current
-   registered model (labels) and against the snapshot's and accepted batches' feature
-   distribution; a quarantined batch is never trained on;
-2. :func:`feedback.continued.guarded_update` against the newest snapshot frame
-   (a DataFrame, or a callable that loads one), which keeps the update only if
-   it is not worse on the snapshot's newest rows;
-3. on acceptance, :func:`pricing.training.train_bundle` (``init_model`` = the
-   current bundle when continuing), :meth:`ModelRegistry.register` with parent,
-   snapshot id, data range and metrics, and ``promote`` if ``auto_promote`` (else the
-   ``on_registered`` hook decides: promote, or start a rollout).
+the buffer goes to the :class:`~feedback.services.trainer_update.BatchUpdater` (the poisoning
+guard first, then a guarded update judged on a time-ordered holdout of the batch's newest labels,
+never rows of the snapshot the live model was trained on, with training rows weighed by recency;
+an accepted update is registered, and promoted or rolled out).
 
 With a :class:`~feedback.hotel_refit.HotelRefitter` (``refitter``; the composition root passes one when
 cold start is on), every example also goes to it, and after each batch it refits and publishes the
@@ -37,19 +29,15 @@ Example:
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
-import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import pandas as pd
 from prometheus_client import CollectorRegistry
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -57,31 +45,31 @@ from events.config import KafkaConfig
 from events.errors import EventValidationError
 from events.models import TrainingExample
 from events.runtime import BatchContext, Offsets, Output, Record, Runtime, RuntimeConfig, Step
-from feedback.continued import GuardConfig, UpdateResult, accepted_bundle, guarded_update, predict
+from feedback.continued import GuardConfig
 from feedback.errors import FeedbackError
 from feedback.hotel_refit import HotelRefitter
 from feedback.online import OnlineDemandModel, OnlineModelConfig
 from feedback.poisoning import PoisonConfig, PoisonGuard
-from feedback.registry import Entry, ModelRegistry
+from feedback.registry import ModelRegistry
 from feedback.services.kafka_io import parse_record
+from feedback.services.trainer_update import (
+    REJECTIONS,
+    BatchUpdater,
+    Snapshot,
+    SnapshotSource,
+    UpdateOutcome,
+    latest_per_decision,
+)
 from pricing.models import DemandModelConfig
-from pricing.training import load_boosters
-from pricing.vectorize import frame_matrix
 
 EXAMPLES = "training.examples"
 CHECKPOINT = "trainer.ckpt"
-REJECTIONS = "rejections.jsonl"
 
-
-@dataclass(frozen=True)
-class Snapshot:
-    """The newest curated training frame (columns: the tier's model columns, ``booked``, ``event_time``)."""
-
-    snapshot_id: str
-    frame: pd.DataFrame
-
-
-SnapshotSource = Snapshot | Callable[[], Snapshot]
+__all__ = [
+    "CHECKPOINT", "EXAMPLES", "REJECTIONS", "Snapshot", "SnapshotSource", "TrainerBatchStats", "TrainerRunStats",
+    "TrainerService", "TrainerServiceConfig", "UpdateOutcome", "example_row", "latest_per_decision", "run",
+    "runtime_config",
+]
 
 
 class TrainerServiceConfig(BaseModel):
@@ -107,21 +95,6 @@ class TrainerServiceConfig(BaseModel):
 
 
 @dataclass
-class UpdateOutcome:
-    """Result of one guarded update attempt."""
-
-    accepted: bool
-    stage: Literal["skipped", "poison", "guard", "registered"]
-    reason: str
-    n_examples: int
-    version: str | None = None
-    parent: str | None = None
-    promoted: bool = False
-    metrics: dict[str, Any] = field(default_factory=dict)
-    quarantine_path: str | None = None
-
-
-@dataclass
 class TrainerBatchStats:
     """What one :meth:`TrainerService.process_batch` did."""
 
@@ -141,12 +114,6 @@ class TrainerRunStats:
     learned: int = 0
     updates: list[UpdateOutcome] = field(default_factory=list)
     elapsed_s: float = 0.0
-
-
-def latest_per_decision(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per ``decision_id``: the one with the latest ``event_time`` (a revision supersedes)."""
-    ordered = frame.sort_values("event_time", kind="stable")
-    return ordered.drop_duplicates("decision_id", keep="last").reset_index(drop=True)
 
 
 def example_row(example: TrainingExample) -> dict[str, Any]:
@@ -190,10 +157,12 @@ class TrainerService(Step[TrainingExample]):
                    f"registry_root={str(config.registry_root)!r}")
             raise FeedbackError(msg)
         self.registry = models if models is not None else ModelRegistry(config.registry_root)
-        self._snapshot = snapshot
         config.state_dir.mkdir(parents=True, exist_ok=True)
         self.online = OnlineDemandModel(config.online)
-        self.guard = PoisonGuard(config.poison, quarantine_dir=config.state_dir / "quarantine")
+        self.updater = BatchUpdater(
+            self.registry, snapshot, PoisonGuard(config.poison, quarantine_dir=config.state_dir / "quarantine"),
+            tier=config.tier, seed=config.seed, guard_config=config.guard, bundle=config.bundle,
+            work_dir=config.state_dir, auto_promote=config.auto_promote, on_registered=on_registered)
         self.buffer: list[dict[str, Any]] = []
         self._batch = TrainerBatchStats()
         self.totals = TrainerRunStats()
@@ -240,73 +209,19 @@ class TrainerService(Step[TrainingExample]):
     def train_now(self) -> UpdateOutcome:
         """Run the poison guard and the guarded update on the buffer now; the buffer is consumed."""
         rows, self.buffer = self.buffer, []
-        current = self.registry.current(self.config.tier)
-        if not rows or current is None:
-            why = "no buffered examples" if not rows else f"no promoted {self.config.tier} model to update"
-            return UpdateOutcome(False, "skipped", why, len(rows))
-        batch = latest_per_decision(pd.DataFrame(rows))
-        snapshot = self._snapshot() if callable(self._snapshot) else self._snapshot
-        self.guard.seed_features(snapshot.frame)  # before any accepted batch, the snapshot is the feature reference
-        members, meta = load_boosters(current.path)
-        batch = batch.reindex(columns=list(dict.fromkeys([*meta["columns"], *batch.columns])))
-        probs = predict(members, frame_matrix(batch, meta["columns"]))
-        before = self.guard.state_dict()  # a batch the guarded update refuses must not enter the guard's history
-        verdict = self.guard.check(batch, probs, batch_id=f"{current.version}-{batch['decision_id'].iloc[0][:8]}")
-        if not verdict.accepted:
-            qpath = None if verdict.quarantine_path is None else str(verdict.quarantine_path)
-            out = UpdateOutcome(False, "poison", verdict.reason, len(batch), parent=current.version,
-                                metrics=dict(verdict.stats), quarantine_path=qpath)
-            return self._reject(out, snapshot)
-        result = guarded_update(str(current.path), batch, snapshot.frame, seed=self.config.seed,
-                                config=self.config.guard)
-        if not result.accepted:
-            self.guard.load_state(before)
-            out = UpdateOutcome(False, "guard", result.reason, len(batch), parent=current.version,
-                                metrics=dict(result.metrics))
-            return self._reject(out, snapshot)
-        return self._register(current, batch, result, snapshot)
+        return self.updater.update(rows)
 
     def close(self) -> None:
         self.runtime.close()
 
-    # ------------------------------------------------------------------ internals
-    def _register(self, current: Entry, batch: pd.DataFrame, result: UpdateResult, snapshot: Snapshot) -> UpdateOutcome:
-        chosen, metrics = result.chosen, result.metrics
-        out_dir = Path(tempfile.mkdtemp(dir=self.config.state_dir, prefix="bundle-"))
-        try:
-            info = accepted_bundle(result, current.path, out_dir, tier=self.config.tier, seed=self.config.seed,
-                                   config=self.config.bundle)
-            all_metrics = {**metrics, **info.metrics, "chosen": chosen, "n_examples": len(batch)}
-            times = pd.to_datetime(batch["event_time"], utc=True)
-            data_range = (times.min().to_pydatetime(), times.max().to_pydatetime())
-            version = self.registry.register(info.path, tier=self.config.tier, parent=current.version,
-                                             snapshot_id=snapshot.snapshot_id, data_range=data_range,
-                                             metrics=all_metrics)
-        finally:
-            shutil.rmtree(out_dir, ignore_errors=True)
-        promoted = self.config.auto_promote
-        if promoted:
-            self.registry.promote(version)
-        elif self.on_registered is not None:
-            promoted = self.on_registered(version) == "promoted"  # or a rollout was started
-        return UpdateOutcome(True, "registered", f"registered {version} ({chosen})", len(batch), version,
-                             current.version, promoted, all_metrics)
+    @property
+    def guard(self) -> PoisonGuard:
+        """The poisoning guard of the updates (its history is checkpointed)."""
+        return self.updater.guard
 
-    def _reject(self, outcome: UpdateOutcome, snapshot: Snapshot) -> UpdateOutcome:
-        line = {
-            "at": datetime.now(tz=UTC).isoformat(),
-            "tier": self.config.tier,
-            "stage": outcome.stage,
-            "reason": outcome.reason,
-            "current_version": outcome.parent,
-            "snapshot_id": snapshot.snapshot_id,
-            "n_examples": outcome.n_examples,
-            "quarantine_path": outcome.quarantine_path,
-            "metrics": outcome.metrics,
-        }
-        with open(self.registry.root / REJECTIONS, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(line, default=str) + "\n")
-        return outcome
+    @guard.setter
+    def guard(self, guard: PoisonGuard) -> None:
+        self.updater.guard = guard
 
     def checkpoint(self, offsets: Mapping[str, int]) -> None:
         """Online model, guard, buffer and input offsets in one atomically replaced file.

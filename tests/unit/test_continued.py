@@ -17,6 +17,8 @@ from pricing.vectorize import LIGHT_COLUMNS
 
 COLS = ["x1", "x2", "x3"]
 PARAMS = {"objective": "binary", "verbose": -1, "num_leaves": 15, "seed": 0, "num_threads": 1}
+SNAPSHOT_HOLDOUT = GuardConfig(holdout_from="snapshot")
+"""The holdout from the snapshot's newest rows: what a caller without a poisoning guard ahead of the update uses."""
 
 
 def frame(n: int, *, start: str, seed: int, flip: bool = False) -> pd.DataFrame:
@@ -44,7 +46,7 @@ def setting() -> tuple[lgb.Booster, pd.DataFrame]:
 def test_label_flipped_batch_is_rejected(setting) -> None:
     current, snapshot = setting
     poisoned = frame(800, start="2026-01-07", seed=2, flip=True)
-    res = guarded_update(current, poisoned, snapshot, validation_fraction=0.2, seed=0)
+    res = guarded_update(current, poisoned, snapshot, validation_fraction=0.2, seed=0, config=SNAPSHOT_HOLDOUT)
     assert not res.accepted and res.chosen is None
     assert res.reason.startswith("rejected")
     assert res.metrics["logloss_continued"] > res.metrics["logloss_current"] + 0.05
@@ -56,7 +58,7 @@ def test_clean_batch_is_accepted_when_current_is_undertrained() -> None:
     snapshot = frame(2500, start="2026-01-01", seed=1)
     current = train(snapshot.iloc[:150], rounds=10)
     clean = frame(800, start="2026-01-07", seed=2)
-    res = guarded_update(current, clean, snapshot, validation_fraction=0.2, seed=0)
+    res = guarded_update(current, clean, snapshot, validation_fraction=0.2, seed=0, config=SNAPSHOT_HOLDOUT)
     assert res.accepted and res.chosen in ("continued", "retrain")
     assert res.metrics[f"logloss_{res.chosen}"] < res.metrics["logloss_current"]
     assert res.metrics["n_validation"] == 500 and res.metrics["n_snapshot_train"] == 2000
@@ -82,7 +84,9 @@ def test_bundle_dir_and_hook(setting, tmp_path: Path) -> None:
     clean = frame(400, start="2026-01-07", seed=3)
     res = guarded_update(tmp_path, clean, snapshot, seed=0, config=GuardConfig(tolerance=1.0), on_accept=seen.append)
     assert res.accepted and seen == [res] and res.columns == tuple(COLS)
-    assert len(res.train_frame) == (400 if res.chosen == "continued" else 2400)
+    # the newest 20% of the new labels (80) are the holdout; the snapshot is all trained on
+    assert len(res.train_frame) == (320 if res.chosen == "continued" else 2820)
+    assert len(res.validation) == 80 and res.validation["event_time"].min() > clean["event_time"].iloc[319]
 
 
 def test_bad_inputs(setting) -> None:
