@@ -105,6 +105,14 @@ def up(
         return
     if secure:
         config = config.model_copy(update={"secure": True})
+    if config.secure:  # passwords nobody set are generated once into a 0600 file that every command reads
+        from infra import credentials
+
+        config, saved, made = credentials.ensure(config)
+        if made:
+            err.print(f"generated {len(made)} passwords of the secure stack ({', '.join(made)}) into {saved} "
+                      f"(mode 0600); commands with PRICESTREAM_STATE_DIR={config.state_dir} read them from there",
+                      soft_wrap=True, highlight=False)
     extras = set(with_ or [])
     unknown = extras - {"druid", "flink"}
     if unknown:

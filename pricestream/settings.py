@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import yaml
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from events.config import KafkaConfig
@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from pricing.input_guard import InputGuardConfig
     from pricing.output_audit import OutputAuditConfig
     from serving.http import ServiceConfig
+
+
+SECURE_MARKER = "secure"
+"""Under ``<state>/kafka``: written when ``up --secure`` formats the broker (:mod:`infra.kafka`)."""
 
 
 class Settings(BaseSettings):
@@ -252,7 +256,31 @@ class Settings(BaseSettings):
     heavy_deadline_ms: float = Field(default=30.0, gt=0, le=10_000)
     """Longest wait for a remote heavy quote; past it the light model's price stands, flagged degraded."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _secure_state_dir(cls, data: object) -> object:
+        """A state dir that ``up --secure`` started is a secure stack's: its commands log in unless told otherwise.
+
+        Example:
+            >>> import tempfile
+            >>> state = Path(tempfile.mkdtemp())
+            >>> (state / "kafka").mkdir(); (state / "kafka" / "secure").touch()
+            >>> Settings(state_dir=state).secure, Settings(state_dir=state, secure=False).secure
+            (True, False)
+        """
+        if isinstance(data, dict) and "secure" not in data:
+            state = Path(data.get("state_dir") or REPO_ROOT / ".state")
+            if (state / "kafka" / SECURE_MARKER).exists():
+                return {**data, "secure": True}
+        return data
+
     def stack(self) -> StackConfig:
+        """The local stack of these settings, with the passwords ``up --secure`` saved under the state dir."""
+        from infra.credentials import with_saved
+
+        return with_saved(self._stack())
+
+    def _stack(self) -> StackConfig:
         return StackConfig(
             state_dir=self.state_dir,
             cache_dir=self.cache_dir,
