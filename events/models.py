@@ -351,6 +351,8 @@ class PricingDecision(StayKeyed):
     decision_id: Uuid = Field(default_factory=uuid.uuid4)
     request_id: Uuid
     price: Price
+    model_price: float | None = Field(default=None, gt=0.0, allow_inf_nan=False,
+                                      description="the price before rounding to the currency's minor unit")
     tier: Tier
     channel: Channel = "web"
     model_name: str | None = None

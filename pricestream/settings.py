@@ -99,6 +99,8 @@ class Settings(BaseSettings):
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8000, gt=0, lt=65536)
     deadline_ms: float = 50.0
+    price_decimals: int = Field(default=2, ge=0, le=4)
+    """Prices leave rounded to this many decimals: the currency's minor unit (``PRICESTREAM_PRICE_DECIMALS``)."""
     http_max_body_bytes: int = Field(default=64_000, gt=0)
     """Largest HTTP request body (413 above it): 64 kB holds a full batch of 256 requests."""
     http_max_batch: int = Field(default=256, ge=1)
@@ -421,7 +423,8 @@ class Settings(BaseSettings):
 
         if not self.output_audit:
             return None
-        return OutputAuditConfig(max_move=self.output_audit_max_move, action=self.output_audit_action)
+        return OutputAuditConfig(max_move=self.output_audit_max_move, action=self.output_audit_action,
+                                 price_decimals=self.price_decimals)
 
     def delivery(self) -> DeliveryConfig:
         """Progressive delivery settings: the state file, the canary share and the gates' sample floor."""

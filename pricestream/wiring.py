@@ -210,7 +210,8 @@ def build_scorer(
 
         feature_source = RedisFeatureSource(settings.features())
     scorer = Scorer(
-        config or ScorerConfig(deadline_ms=settings.deadline_ms, input_guard=settings.input_guard_config()),
+        config or ScorerConfig(deadline_ms=settings.deadline_ms, input_guard=settings.input_guard_config(),
+                               price_decimals=settings.price_decimals),
         rules=RuleSet.load(settings.rules_file),
         feature_source=feature_source,
         light=None,

@@ -195,6 +195,20 @@ def quote_problem(quote: Any) -> str | None:
     return None
 
 
+PRICE_DECIMALS = 2
+"""Digits after the point of a price that leaves the process: the currency's minor unit (cents)."""
+
+
+def money(price: float, decimals: int = PRICE_DECIMALS) -> float:
+    """``price`` rounded to the currency's minor unit: what a guest is quoted, a decision published, audited.
+
+    Example:
+        >>> money(116.39999999999999), money(272.69489028545036), money(1234.5, 0)
+        (116.4, 272.69, 1234.0)
+    """
+    return round(float(price), decimals)
+
+
 def final_price(price: float, outcome: Any, last_published: float | None) -> float:
     """``price`` clamped to the rules' bounds, else the first usable of rules price, floor, last published.
 

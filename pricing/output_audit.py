@@ -42,6 +42,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from events.models import PricingDecision, PricingRequest
+from pricing.degraded import PRICE_DECIMALS, money
 
 Band = Callable[[PricingRequest, Mapping[str, float | None]], tuple[float, float]]
 """The rules' ``(floor, ceiling)`` for a request and the features its decision read."""
@@ -66,6 +67,7 @@ class OutputAuditConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_move: float = Field(default=0.5, gt=0.0, le=10.0)
+    price_decimals: int = Field(default=PRICE_DECIMALS, ge=0, le=4)
     window: int = Field(default=50, ge=1, le=10_000)
     min_history: int = Field(default=5, ge=1)
     max_keys: int = Field(default=100_000, ge=1)
@@ -120,8 +122,9 @@ class OutputAudit:
             self.counts[(action, reason)] = self.counts.get((action, reason), 0) + 1
             if self._counter is not None:
                 self._counter.labels(action=action, reason=reason).inc()
+            rule = f"output-audit:{action}:{reason}"
             decision = decision.model_copy(
-                update={"price": price, "rule_ids": (*decision.rule_ids, f"output-audit:{action}:{reason}")})
+                update={"price": money(price, self.config.price_decimals), "rule_ids": (*decision.rule_ids, rule)})
         self._remember(key, decision.price)
         return decision
 

@@ -190,6 +190,8 @@ class ScorerConfig(BaseModel):
     feature_version: str = "features.v1"
     input_guard: InputGuardConfig | None = None
     """ML01: impossible or out-of-distribution requests are priced by the rules (:mod:`pricing.input_guard`)."""
+    price_decimals: int = Field(default=dg.PRICE_DECIMALS, ge=0, le=4)
+    """Prices leave rounded to the currency's minor unit (2: cents; 0 for a currency without one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,7 +388,8 @@ class Scorer:
             result = _Result(outcome.rule_price, "rules", degradation=suspect)
         else:
             result = self._routed(request, features, read, outcome, deadline, models)
-        price = dg.final_price(result.price, outcome, request.last_published_price)
+        unrounded = dg.final_price(result.price, outcome, request.last_published_price)
+        price = dg.money(unrounded, self.config.price_decimals)
         latency_ms = deadline.elapsed_ms()
         decision = PricingDecision(
             hotel_id=request.hotel_id,
@@ -395,6 +398,7 @@ class Scorer:
             request_id=request.request_id,
             channel=request.channel,
             price=price,
+            model_price=unrounded,
             tier=result.tier,
             model_name=getattr(result.quote, "model_name", None),
             model_version=_opt_str(getattr(result.quote, "model_version", None)),

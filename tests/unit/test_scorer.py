@@ -305,3 +305,18 @@ def test_audit_callback_and_metrics(tmp_path: Path, pricers: tuple[Any, Any]) ->
                                                                                      "version": 7}
     assert scorer.stats.value("pricestream_decisions_total", tier="heavy") == 3.0
     assert scorer.stats.value("pricestream_scorer_side_errors_total", stage="on_decision") == 3.0
+
+
+@pytest.mark.parametrize("decimals", [2, 0])
+def test_prices_leave_rounded_to_the_currencys_minor_unit_with_the_models_value_kept(
+    pricers: tuple[Any, Any], decimals: int
+) -> None:
+    config = ScorerConfig(snapshot_id="snap-3", stale_after_s=3600.0, price_decimals=decimals)
+    scorer = _scorer(*pricers, config=config)
+    decisions = [scorer.price(_request(nights=n, channel=c)) for n in (1, 2, 5) for c in CHANNELS]
+    models = [d for d in decisions if d.tier != "rules"]
+    assert models, "the light model priced none of the requests"
+    for d in decisions:
+        assert d.price == round(d.price, decimals)
+        assert d.model_price is not None and abs(d.model_price - d.price) <= 0.5 * 10.0**-decimals + 1e-9
+    assert any(d.model_price != d.price for d in models)  # the model's own value is kept beside the quote
