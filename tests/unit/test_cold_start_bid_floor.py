@@ -67,7 +67,7 @@ def test_the_floor_binds_on_a_scarce_night_and_the_decision_records_the_bid_and_
     assert decision.tier == "rules" and decision.rule_ids[-1] == "cold_start:rules"
     assert BID_FLOOR_RULE in decision.rule_ids
     assert decision.bid_price is not None and decision.bid_price > 150.0  # above the base rate
-    assert abs(decision.price - decision.bid_price) < 1e-6  # raised to the bid, not to a model's price
+    assert decision.price == round(decision.bid_price, 2)  # raised to the bid (in cents), not to a model's price
     assert decision.forecast_views is not None and decision.forecast_views > 80.0  # a week's shoppers, scaled up
 
 
