@@ -198,11 +198,25 @@ def _print_status(statuses: list) -> None:
 
 @topics_app.command("create")
 def topics_create() -> None:
-    """Create every registry topic and its DLQ twin (idempotent)."""
+    """Create every registry topic and its DLQ twin (idempotent).
+
+    On a secure stack, as the admin, also each service principal's ACLs on this prefix's topics and groups
+    and the Redis users' key pattern of its Feast project (as ``run`` does), so every principal may use them.
+    """
     from events.admin import create_topics
 
-    result = create_topics(settings().kafka())
+    s = settings()
+    result = create_topics(s.kafka())
     out.print(table(("topic", "result"), sorted(result.items())))
+    if s.secure:
+        from infra.kafka_security import apply_acls
+        from infra.redis_server import grant_project
+
+        with err.status(f"granting each principal its ACLs on the topics of prefix {s.topic_prefix!r}"):
+            bindings = apply_acls(s.stack(), s.topic_prefix)
+            grant_project(s.stack())
+        out.print(f"ACLs: {bindings} bindings for prefix {s.topic_prefix!r} (each principal its own topics and "
+                  f"groups); Redis users granted project {s.feast_project!r}")
 
 
 @app.command()
