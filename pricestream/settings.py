@@ -99,6 +99,8 @@ class Settings(BaseSettings):
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8000, gt=0, lt=65536)
     deadline_ms: float = 50.0
+    http_body_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    """A request body not received whole within this many seconds gets a 408 (``PRICESTREAM_HTTP_BODY_TIMEOUT_S``)."""
     price_decimals: int = Field(default=2, ge=0, le=4)
     """Prices leave rounded to this many decimals: the currency's minor unit (``PRICESTREAM_PRICE_DECIMALS``)."""
     http_max_body_bytes: int = Field(default=64_000, gt=0)
@@ -399,7 +401,8 @@ class Settings(BaseSettings):
                              keys_file=self.keys_file() if secure else None,
                              rate_limit=self.http_rate_limit if secure else None,
                              ops_routes=self.http_ops_port is None,
-                             tls_cert=self.http_tls_cert, tls_key=self.http_tls_key)
+                             tls_cert=self.http_tls_cert, tls_key=self.http_tls_key,
+                             body_timeout_s=self.http_body_timeout_s)
 
     def audit_topic_anchors(self) -> bool:
         """Whether audit anchors go to (and are verified against) the ``audit.heads`` topic."""

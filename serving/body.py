@@ -60,7 +60,7 @@ MAX_ERRORS = 20
 VALUE_CHARS = 200
 """Characters of a rejected value echoed back (bodies can be large)."""
 
-ErrorCode = Literal["validation_error", "unsupported_media_type", "payload_too_large"]
+ErrorCode = Literal["validation_error", "unsupported_media_type", "payload_too_large", "request_timeout"]
 
 
 @dataclass(frozen=True, slots=True)

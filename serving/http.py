@@ -42,6 +42,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import math
@@ -103,6 +104,8 @@ class ServiceConfig(BaseModel):
         ops_routes: serve ``/healthz`` and ``/metrics`` here (False: they live on :func:`create_ops_app`).
         tls_cert: PEM certificate of the pricing port; with ``tls_key`` the server speaks HTTPS only.
         tls_key: its unencrypted PEM private key.
+        body_timeout_s: a body not received whole within this many seconds gets a 408 and the
+            connection is closed: a slow client cannot hold a worker and a connection open forever.
 
     Example:
         >>> ServiceConfig().scheme, ServiceConfig(tls_cert=Path("c.pem"), tls_key=Path("k.pem")).scheme
@@ -120,6 +123,7 @@ class ServiceConfig(BaseModel):
     ops_routes: bool = True
     tls_cert: Path | None = None
     tls_key: Path | None = None
+    body_timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
     @model_validator(mode="after")
     def _tls_pair(self) -> ServiceConfig:
@@ -145,10 +149,12 @@ class _Guard:
     oversized one is refused before any parsing, whatever Content-Length claimed.
     """
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, stats: ScorerMetrics) -> None:
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, stats: ScorerMetrics,
+                 body_timeout_s: float = 10.0) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.stats = stats
+        self.body_timeout_s = body_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -166,7 +172,11 @@ class _Guard:
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
             await _too_large(counted, self.max_body_bytes, declared.decode("latin-1"))
             return
-        body = await self._read(receive)
+        try:
+            body = await asyncio.wait_for(self._read(receive), self.body_timeout_s)
+        except TimeoutError:
+            await _timed_out(counted, self.body_timeout_s)
+            return
         if body is None:
             await _too_large(counted, self.max_body_bytes, None)
             return
@@ -196,6 +206,17 @@ class _Guard:
             if not message.get("more_body", False):
                 break
         return b"".join(chunks)
+
+
+async def _timed_out(send: Send, timeout_s: float) -> None:
+    refused = BadRequest(408, "request_timeout",
+                         [FieldError("<body>", f"not received whole within {timeout_s:g} s",
+                                     f"the whole body within {timeout_s:g} s")])
+    raw = error_json(refused)
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode()),
+               (b"connection", b"close")]
+    await send({"type": "http.response.start", "status": 408, "headers": headers})
+    await send({"type": "http.response.body", "body": raw})
 
 
 async def _too_large(send: Send, limit: int, declared: str | None) -> None:
@@ -345,7 +366,8 @@ def create_app(
     limiter = RateLimiter(config.rate_limit) if config.rate_limit else None
     if keys is not None or limiter is not None:
         app.add_middleware(SecurityGate, keys=keys, limiter=limiter, refused=refused_counter(scorer.stats.registry))
-    app.add_middleware(_Guard, max_body_bytes=config.max_body_bytes, stats=scorer.stats)
+    app.add_middleware(_Guard, max_body_bytes=config.max_body_bytes, stats=scorer.stats,
+                       body_timeout_s=config.body_timeout_s)
     app.openapi = documented_openapi(app)  # type: ignore[method-assign]
     return app
 

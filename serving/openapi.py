@@ -77,6 +77,7 @@ def _error(description: str) -> dict[str, Any]:
 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    408: _error("body not received whole within the service's body_timeout_s (a slow client)"),
     413: _error("body larger than the service's max_body_bytes"),
     415: _error("Content-Type other than application/json (UTF-8)"),
     422: _error("body that is not strict JSON (UTF-8, no NaN/Infinity, no lone surrogates) or breaks the contract"),
