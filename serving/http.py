@@ -308,6 +308,26 @@ def _finite(value: Any) -> Any:
     return value
 
 
+DOCS_ASSETS = "/docs/assets"
+"""Where Swagger UI's scripts and styles are served from, out of the ``swagger_ui_bundle`` package."""
+
+
+def _add_docs(app: FastAPI) -> None:
+    """``/docs`` with Swagger UI's assets served by this process: the page works with no internet."""
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.staticfiles import StaticFiles
+    from swagger_ui_bundle import swagger_ui_path
+
+    app.mount(DOCS_ASSETS, StaticFiles(directory=str(swagger_ui_path)), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> Response:
+        return get_swagger_ui_html(openapi_url=app.openapi_url or "/openapi.json", title=f"{app.title} - API",
+                                   swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
+                                   swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
+                                   swagger_favicon_url=f"{DOCS_ASSETS}/favicon-32x32.png")
+
+
 def create_app(
     scorer: Pricer,
     config: ServiceConfig | None = None,
@@ -328,7 +348,10 @@ def create_app(
         title="pricestream pricing",
         version="1",
         description="Routed hotel room pricing: rules, a light and a heavy model. Decisions are audited.",
+        docs_url=None,
+        redoc_url=None,
     )
+    _add_docs(app)
     app.add_exception_handler(RequestValidationError, _refused)
     app.add_exception_handler(BadRequest, _refused)
     config_ms = scorer.config.deadline_ms

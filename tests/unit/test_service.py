@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -264,3 +265,19 @@ def test_unrepresentable_values_are_echoed_as_text_in_strict_json(
     error = json.loads(text, parse_constant=lambda token: pytest.fail(f"{token} in the answer"))["errors"][0]
     assert response.status_code == 422
     assert (error["field"], error["value"]) == (field, value)
+
+
+def test_docs_page_and_its_assets_come_from_the_service_not_a_cdn() -> None:
+    from fastapi.testclient import TestClient
+
+    scorer = Scorer(ScorerConfig(), rules=RuleSet.from_yaml("min_price: 50\nmax_price: 500\n"),
+                    feature_source=MemoryFeatureSource(), light=None, heavy=None, router=TieredRouter())
+    client = TestClient(create_app(scorer, ServiceConfig(freeze_gc=False)))
+    page = client.get("/docs")
+    assert page.status_code == 200
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert assets and all(a.startswith("/docs/assets/") for a in assets), assets
+    assert "cdn" not in page.text
+    for asset in assets:
+        got = client.get(asset)
+        assert got.status_code == 200 and len(got.content) > 500, asset
