@@ -11,6 +11,7 @@ import typer
 from pricestream.commands.common import CliInputError, new_app, out, settings, table
 
 if TYPE_CHECKING:
+    from events.config import KafkaConfig
     from events.models import Record
 
 app = new_app("The bid price's forecast (booking curve, room shares, stays, cancellations) from behaviour history.")
@@ -43,11 +44,42 @@ def _from_topic(topic: str, rejected: list[str]) -> Iterator[Record]:
     from feedback.services.kafka_io import drain
 
     kafka = settings().kafka()
-    for message in drain(kafka, kafka.topic(topic)):
+    logical = _logical(topic, kafka.topic_prefix)
+    _require_topic(kafka, logical)
+    for message in drain(kafka, logical):  # drain applies the prefix itself
         try:
             yield parse_event(message.value() or b"")
         except EventValidationError as exc:
             rejected.append(f"{topic}@{message.partition()}:{message.offset()}: {exc}")
+
+
+def _logical(topic: str, prefix: str) -> str:
+    """``--topic`` as a logical name: the deployment's prefix is applied once, also to a name given with it.
+
+    Example:
+        >>> _logical("behaviour.events", "nu53."), _logical("nu53.behaviour.events", "nu53.")
+        ('behaviour.events', 'behaviour.events')
+    """
+    return topic[len(prefix):] if prefix and topic.startswith(prefix) else topic
+
+
+def _require_topic(kafka: KafkaConfig, logical: str) -> None:
+    """Stop with the command that creates the topic when it is not there (a consumer would say it in Python)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    name = kafka.topic(logical)
+    try:
+        meta = AdminClient({**kafka.client_conf(), "log_level": 0}).list_topics(name, timeout=10)
+    except KafkaException as exc:
+        msg = f"--topic: cannot read the topics of {kafka.bootstrap_servers}: {exc}"
+        raise CliInputError(msg) from exc
+    info = meta.topics.get(name)
+    if info is None or info.error is not None:
+        prefix = f" (PRICESTREAM_TOPIC_PREFIX={kafka.topic_prefix})" if kafka.topic_prefix else ""
+        msg = (f"--topic: topic {name!r} does not exist at {kafka.bootstrap_servers}; create it with "
+               f"`pricestream topics create`{prefix} and publish events (`pricestream produce`), or give --events")
+        raise CliInputError(msg)
 
 
 @app.command("measure")
@@ -59,7 +91,8 @@ def measure(
         list[Path] | None,
         typer.Option("--events", help="behaviour events, one contract record per line (JSONL); default: the topic"),
     ] = None,
-    topic: Annotated[str, typer.Option(help="topic read when no --events is given (to its end)")] = "behaviour.events",
+    topic: Annotated[str, typer.Option(help="topic read when no --events is given (to its end); "
+                                            "PRICESTREAM_TOPIC_PREFIX is applied once")] = "behaviour.events",
     method: Annotated[str, typer.Option(help="the bid's method: dp, fluid or stochastic")] = "dp",
 ) -> None:
     """Measure the forecast from a year of searches, bookings and cancellations; write it for ``serve`` to load.
