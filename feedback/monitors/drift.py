@@ -1,15 +1,24 @@
-"""Feature drift against a reference snapshot: a significance test gated by an effect size.
+"""Feature drift against a reference snapshot, judged on effect size with a threshold calibrated for the sizes.
 
-Per feature, a two-sample Kolmogorov-Smirnov test (``scipy.stats.ks_2samp``)
-compares the window with the reference. The p-values of all features are
-corrected with **Holm's step-down** procedure (default; ``correction="bonferroni"``
-is available): it controls the family-wise error rate at ``alpha`` like
-Bonferroni, and is never less powerful. Significance alone is not enough: on
-large windows KS rejects for trivial differences, so a feature alerts only if
-its corrected p-value is below ``alpha`` *and* its distance exceeds a threshold:
-the population stability index on reference-quantile bins (``psi > psi_threshold``)
-or the Wasserstein-1 distance divided by the reference standard deviation
-(``> wasserstein_threshold``, a shift in units of reference std).
+At the sample sizes a monitor sees (thousands of rows), a significance test flags any difference at
+all: a KS p-value of 1e-200 says the samples are large, not that the shift matters. So the alarm is
+on an effect size, the **population stability index** on ten reference-quantile bins, and on a
+threshold that means the same thing at every size:
+
+* a shift must be *material*: ``psi > psi_threshold`` (0.2: the industry's "significant shift";
+  a half-std move of a normal feature is about 0.25);
+* and beyond *sampling noise at these sizes*: with ``n`` reference and ``m`` window values of a
+  feature, two samples of one distribution give ``psi ~ (1/n + 1/m) chi2(K - 1)`` (``K`` bins), so
+  the noise limit is that law's ``1 - alpha / k`` quantile, ``k`` the features judged in one check
+  (Bonferroni: the chance that a check of unchanged features raises any alarm is at most ``alpha``);
+  for small windows, where that law's tail is too thin, a multinomial simulation of the window
+  from the reference's bin shares gives it (when the smallest bin expects fewer than 20 values;
+  the larger of the two is used, cached per size).
+
+A feature alerts when its PSI exceeds ``psi_limit = max(psi_threshold, noise limit)``: at large
+windows the material threshold decides, at small ones the noise limit keeps chance out. The
+Wasserstein-1 distance divided by the reference standard deviation (``wasserstein``, a shift in
+units of reference std, as Evidently reports it) is shown next to it as the size a person reads.
 
 Example:
     >>> import numpy as np, pandas as pd
@@ -20,8 +29,8 @@ Example:
     >>> rep = mon.check(win)
     >>> rep.alerted_features
     ('x',)
-    >>> round(rep["x"].wasserstein, 1)
-    0.5
+    >>> round(rep["x"].wasserstein, 1), rep["x"].psi > rep["x"].psi_limit
+    (0.5, True)
 """
 
 from __future__ import annotations
@@ -30,7 +39,6 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -41,11 +49,8 @@ from feedback.monitors.errors import MonitorInputError
 PSI_FLOOR = 1e-4
 """Bin-share floor in PSI: an empty bin would make log(0); 1e-4 caps one bin's term near 1."""
 
-EXACT_KS_MAX_PAIRS = 1_000_000
-"""Above this many sample pairs, KS uses the asymptotic p-value: scipy's exact one costs seconds at 5k × 5k."""
-
 MIN_SAMPLES = 30
-"""Below this many non-null values in the window a feature is not tested (KS has no power)."""
+"""Below this many non-null values in the window a feature is not judged (its bin shares are noise)."""
 
 
 @dataclass(frozen=True)
@@ -54,11 +59,10 @@ class FeatureDrift:
 
     feature: str
     n: int
-    statistic: float
-    p_value: float
-    corrected_p: float
     psi: float
     wasserstein: float
+    psi_limit: float
+    """``max(psi_threshold, the noise limit at these sizes)``: the PSI above which the feature alerts."""
     alert: bool
 
 
@@ -123,19 +127,41 @@ def psi(reference_shares: np.ndarray, window_shares: np.ndarray) -> float:
     return float(np.sum((q - p) * np.log(q / p)))
 
 
-def holm(p_values: np.ndarray) -> np.ndarray:
-    """Holm step-down adjusted p-values (monotone, capped at 1).
+def psi_noise_limit(n_reference: int, n_window: int, n_bins: int, level: float) -> float:
+    """The PSI that two samples of one distribution exceed with probability ``level``.
 
     Example:
-        >>> holm(np.array([0.01, 0.04, 0.03])).round(2).tolist()
-        [0.03, 0.06, 0.06]
+        >>> round(psi_noise_limit(5000, 500, 10, 0.01), 3)  # chi2(9) 99% quantile x (1/5000 + 1/500)
+        0.048
     """
-    m = len(p_values)
-    order = np.argsort(p_values)
-    adjusted = np.minimum(1.0, np.maximum.accumulate(p_values[order] * (m - np.arange(m))))
-    out = np.empty(m)
-    out[order] = adjusted
-    return out
+    return (1.0 / n_reference + 1.0 / n_window) * float(stats.chi2.isf(level, max(n_bins - 1, 1)))
+
+
+CHI2_MIN_EXPECTED = 20.0
+"""Expected window values in the smallest bin from which the chi-square law of PSI is trusted (else: simulated)."""
+
+NOISE_DRAWS_PER_LEVEL = 20
+"""Simulated windows per expected exceedance: ``20 / level`` draws put the quantile's own error near 20%."""
+
+
+def simulated_noise_limit(shares: np.ndarray, m: int, level: float, *, seed: int = 0) -> float:
+    """The ``1 - level`` quantile of PSI between ``shares`` and ``m`` values drawn from them.
+
+    The chi-square law of :func:`psi_noise_limit` holds when every bin expects some tens of
+    values; below that (a window of 60 rows in 10 bins) PSI's log terms have a longer tail, and
+    this multinomial simulation of the window gives the limit instead.
+
+    Example:
+        >>> shares = np.full(10, 0.1)
+        >>> simulated_noise_limit(shares, 60, 0.01) > psi_noise_limit(10**9, 60, 10, 0.01)
+        True
+    """
+    draws = int(min(max(NOISE_DRAWS_PER_LEVEL / level, 1_000), 200_000))
+    counts = np.random.default_rng(seed).multinomial(m, shares / shares.sum(), size=draws)
+    p = np.maximum(shares, PSI_FLOOR)
+    q = np.maximum(counts / m, PSI_FLOOR)
+    values = np.sum((q - p) * np.log(q / p), axis=1)
+    return float(np.quantile(values, 1.0 - level))
 
 
 def _finite(column: pd.Series | np.ndarray) -> np.ndarray:
@@ -175,16 +201,14 @@ class DriftWindow:
 
 
 class DriftMonitor:
-    """KS + effect-size drift checks of windows against a reference frame.
+    """Effect-size drift checks of windows against a reference frame (see the module docstring).
 
     Args:
         reference: the reference frame (a named snapshot's frame).
         features: columns to monitor (default: every numeric column of ``reference``).
-        alpha: family-wise error rate for the corrected KS p-values.
+        alpha: the chance that one check of unchanged features raises any alarm (split over the features).
         psi_threshold: PSI above which the shift is material.
-        wasserstein_threshold: Wasserstein/std above which the shift is material (``None``: PSI only).
         n_bins: reference-quantile bins for PSI.
-        correction: ``"holm"`` or ``"bonferroni"``.
         window_capacity: rows kept by :meth:`update` for :meth:`check` without a frame.
         max_history: reports kept in :attr:`history`.
     """
@@ -196,16 +220,14 @@ class DriftMonitor:
         features: Sequence[str] | None = None,
         alpha: float = 0.01,
         psi_threshold: float = 0.2,
-        wasserstein_threshold: float | None = 0.2,
         n_bins: int = 10,
-        correction: Literal["holm", "bonferroni"] = "holm",
         window_capacity: int = 5000,
         max_history: int = 1000,
     ) -> None:
         if not 0.0 < alpha < 1.0:
             raise MonitorInputError(field="alpha", value=alpha, expected="a float in (0, 1)")
-        if correction not in ("holm", "bonferroni"):
-            raise MonitorInputError(field="correction", value=correction, expected="'holm' or 'bonferroni'")
+        if psi_threshold <= 0.0:
+            raise MonitorInputError(field="psi_threshold", value=psi_threshold, expected="a float > 0")
         names = tuple(features) if features is not None else tuple(reference.select_dtypes("number").columns)
         missing = [name for name in names if name not in reference.columns]
         if missing or not names:
@@ -227,8 +249,7 @@ class DriftMonitor:
         self._features = names
         self._alpha = alpha
         self._psi_threshold = psi_threshold
-        self._w_threshold = wasserstein_threshold
-        self._correction = correction
+        self._noise_cache: dict[tuple[str, int, float], float] = {}
         self._window = DriftWindow(names, capacity=window_capacity)
         self._history: deque[DriftReport] = deque(maxlen=max_history)
 
@@ -252,44 +273,38 @@ class DriftMonitor:
         self._window.update(features)
 
     def check(self, window_frame: pd.DataFrame | None = None, *, at: datetime | None = None) -> DriftReport:
-        """Test a window (default: the rows accumulated by :meth:`update`) and record the report."""
+        """Judge a window (default: the rows accumulated by :meth:`update`) and record the report."""
         frame = self._window.frame() if window_frame is None else window_frame
-        raw: list[tuple[str, int, float, float, float, float]] = []
-        for name in self._features:
-            values = _finite(frame[name]) if name in frame.columns else np.empty(0)
-            raw.append((name, len(values), *self._compare(name, values)))
-        p = np.array([row[3] for row in raw])
-        tested = ~np.isnan(p)
-        corrected = np.full(len(p), np.nan)
-        if tested.any():
-            m = int(tested.sum())
-            corrected[tested] = holm(p[tested]) if self._correction == "holm" else np.minimum(1.0, p[tested] * m)
-        items = tuple(
-            FeatureDrift(name, n, stat, pv, float(cp), ps, w, bool(tested[i]) and self._alerts(cp, ps, w))
-            for i, ((name, n, stat, pv, ps, w), cp) in enumerate(zip(raw, corrected, strict=True))
-        )
+        columns = {name: _finite(frame[name]) if name in frame.columns else np.empty(0) for name in self._features}
+        judged = sum(len(values) >= MIN_SAMPLES for values in columns.values())
+        level = self._alpha / max(judged, 1)  # Bonferroni over the features judged in this check
+        items = tuple(self._judge(name, values, level) for name, values in columns.items())
         report = DriftReport(at=at or datetime.now(tz=UTC), n_window=len(frame), features=items)
         self._history.append(report)
         return report
 
-    def _compare(self, name: str, values: np.ndarray) -> tuple[float, float, float, float]:
+    def _judge(self, name: str, values: np.ndarray, level: float) -> FeatureDrift:
         nan = float("nan")
         if len(values) < MIN_SAMPLES:
-            return nan, nan, nan, nan
+            return FeatureDrift(name, len(values), nan, nan, nan, False)
         ref = self._refs[name]
-        method = "exact" if len(ref.values) * len(values) <= EXACT_KS_MAX_PAIRS else "asymp"
-        result = stats.ks_2samp(ref.values, values, method=method)
         counts = np.bincount(np.searchsorted(ref.edges, values, side="right"), minlength=len(ref.edges) + 1)
+        value = psi(ref.shares, counts / counts.sum())
         distance = float(stats.wasserstein_distance(ref.values, values)) / ref.std
-        return float(result.statistic), float(result.pvalue), psi(ref.shares, counts / counts.sum()), distance
+        limit = max(self._psi_threshold, self._noise(name, len(values), level))
+        return FeatureDrift(name, len(values), value, distance, limit, value > limit)
 
-    def _alerts(self, corrected_p: float, psi_value: float, distance: float) -> bool:
-        if not corrected_p < self._alpha:
-            return False
-        material = psi_value > self._psi_threshold
-        if self._w_threshold is not None:
-            material = material or distance > self._w_threshold
-        return material
+    def _noise(self, name: str, m: int, level: float) -> float:
+        """The noise limit of ``name`` at ``m`` window values (cached: a live window is mostly full)."""
+        key = (name, m, level)
+        if key not in self._noise_cache:
+            ref = self._refs[name]
+            analytic = psi_noise_limit(len(ref.values), m, int(np.count_nonzero(ref.shares)), level)
+            smallest = float(ref.shares[ref.shares > 0].min())
+            if m * smallest < CHI2_MIN_EXPECTED:
+                analytic = max(analytic, simulated_noise_limit(ref.shares, m, level))
+            self._noise_cache[key] = analytic
+        return self._noise_cache[key]
 
     def history_frame(self) -> pd.DataFrame:
         """All recorded reports as one long frame (``at, feature, statistic, ...``), for plots."""
@@ -339,7 +354,7 @@ class DriftAwareRecalibration:
         >>> import numpy as np, pandas as pd
         >>> calls = []
         >>> rep = DriftReport(datetime(2026, 1, 1, tzinfo=UTC), 10,
-        ...                   (FeatureDrift("x", 10, 0.9, 1e-9, 1e-9, 1.0, 1.0, True),))
+        ...                   (FeatureDrift("x", 10, 1.0, 1.0, 0.2, True),))
         >>> hook = DriftAwareRecalibration(True, cooldown=timedelta(hours=1))
         >>> hook.on_report(rep, lambda: calls.append(1)), hook.on_report(rep, lambda: calls.append(1))
         (True, False)

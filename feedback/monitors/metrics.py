@@ -48,9 +48,10 @@ class MonitorMetrics:
             "coverage_worst_hotel_missing_share", "Highest null-or-stale share among hotels", ("feature",)
         )
         self.coverage_hotels = gauge("coverage_hotels", "Hotels with traffic in the coverage window", ())
-        self.drift_statistic = gauge("drift_ks_statistic", "KS statistic against the reference", ("feature",))
-        self.drift_p = gauge("drift_p_value", "KS p-value, raw and corrected", ("feature", "kind"))
         self.drift_psi = gauge("drift_psi", "Population stability index", ("feature",))
+        self.drift_psi_limit = gauge(
+            "drift_psi_limit", "PSI above which the feature alerts (material, beyond noise)", ("feature",)
+        )
         self.drift_wasserstein = gauge("drift_wasserstein_std", "Wasserstein distance / reference std", ("feature",))
         self.drift_alert = gauge("drift_alert", "1 when the feature's last check alerted", ("feature",))
         self.drift_alerts = Counter(
@@ -82,9 +83,7 @@ class MonitorMetrics:
     def export_drift(self, report: DriftReport) -> None:
         """Set the drift gauges from a report and count its alerts."""
         for item in report:
-            self.drift_statistic.labels(item.feature).set(item.statistic)
-            self.drift_p.labels(item.feature, "raw").set(item.p_value)
-            self.drift_p.labels(item.feature, "corrected").set(item.corrected_p)
+            self.drift_psi_limit.labels(item.feature).set(item.psi_limit)
             self.drift_psi.labels(item.feature).set(item.psi)
             self.drift_wasserstein.labels(item.feature).set(item.wasserstein)
             self.drift_alert.labels(item.feature).set(1.0 if item.alert else 0.0)

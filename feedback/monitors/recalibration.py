@@ -17,7 +17,7 @@ Example:
     >>> for i in range(200):
     ...     recal.learn_one(i / 200)
     >>> alert = DriftReport(datetime(2026, 12, 1, tzinfo=UTC), 200,
-    ...                     (FeatureDrift("occupancy", 200, 0.9, 1e-9, 1e-9, 1.0, 1.0, True),))
+    ...                     (FeatureDrift("occupancy", 200, 1.0, 1.0, 0.2, True),))
     >>> state = recal.on_report(alert)
     >>> round(state.thresholds.rules_below, 2), round(state.thresholds.heavy_above, 2), state.reason
     (0.35, 0.85, 'drift alert on occupancy: recalibrated on 200 recent scores')

@@ -66,7 +66,7 @@ def test_a_drift_recalibration_moves_the_running_servers_tiers(served: Server) -
     from routing.threshold_state import ThresholdStore
 
     store = ThresholdStore(Settings(state_dir=Path(served.env["PRICESTREAM_STATE_DIR"])).router_thresholds())
-    alert = FeatureDrift("occupancy", 500, 0.9, 1e-9, 1e-9, 1.0, 1.0, True)
+    alert = FeatureDrift("occupancy", 500, 1.0, 1.0, 0.2, True)
 
     def recalibrate(shares: TierShares, hour: int) -> list[str]:
         recal = ThresholdRecalibrator(RecalibrationConfig(enabled=True, shares=shares, min_samples=100), store=store)
