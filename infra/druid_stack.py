@@ -41,6 +41,7 @@ from infra.druid.config import (
     jvm_flags,
     render_properties,
     service_properties,
+    zookeeper_config,
 )
 from infra.druid.supervisors import submit_supervisors
 from infra.errors import ResolveError, StartError
@@ -130,20 +131,8 @@ def launch_plan(settings: DruidSettings) -> list[tuple[Service, list[str]]]:
     """(service, argv) for every process, in start order. Pure: reads nothing from disk."""
     java_bin = str(settings.java_home / "bin" / "java") if settings.java_home else "java"
     lib = f"{settings.home / 'lib'}/*"
-    zk_data = settings.state_dir / "var" / "zookeeper"
     plan: list[tuple[Service, list[str]]] = [
-        (
-            "zookeeper",
-            [
-                java_bin,
-                *jvm_flags(settings, "zookeeper"),
-                "-cp",
-                lib,
-                _ZK_MAIN,
-                str(settings.ports.zookeeper),
-                str(zk_data),
-            ],
-        )
+        ("zookeeper", [java_bin, *jvm_flags(settings, "zookeeper"), "-cp", lib, _ZK_MAIN, str(_zoo_cfg(settings))]),
     ]
     common = settings.state_dir / "conf" / "_common"
     for service in settings.services:
@@ -167,12 +156,18 @@ def write_config(settings: DruidSettings) -> None:
     common.mkdir(parents=True, exist_ok=True)
     (common / "common.runtime.properties").write_text(render_properties(common_properties(settings)))
     (common / "log4j2.xml").write_text(LOG4J2_XML)
+    _zoo_cfg(settings).parent.mkdir(parents=True, exist_ok=True)
+    _zoo_cfg(settings).write_text(zookeeper_config(settings))
     for service in settings.services:
         conf = settings.conf_dir(service)
         conf.mkdir(parents=True, exist_ok=True)
         (conf / "runtime.properties").write_text(render_properties(service_properties(settings, service)))
     for sub in ("tmp", "var/zookeeper", "var/processing"):
         (settings.state_dir / sub).mkdir(parents=True, exist_ok=True)
+
+
+def _zoo_cfg(settings: DruidSettings) -> Path:
+    return settings.state_dir / "conf" / "zookeeper" / "zoo.cfg"
 
 
 def _port_open(host: str, port: int) -> bool:
@@ -205,7 +200,8 @@ def start(settings: DruidSettings) -> None:
             continue
         port = _port(settings, service)
         if _port_open(settings.host, port):
-            msg = f"port {port} for Druid {service} is taken by another process; set DruidSettings.ports.{service}"
+            msg = (f"port {settings.host}:{port} for Druid {service} is taken by another process; set another with "
+                   f"PRICESTREAM_DRUID_PORTS='{{\"{service}\": PORT}}'")
             raise StartError(msg)
         argv = [java_bin, *argv[1:]]
         cwd = settings.state_dir / "run" / service

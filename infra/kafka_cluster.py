@@ -144,12 +144,17 @@ def start(config: StackConfig, brokers: int = 3) -> list[int]:
 
 def live_brokers(config: StackConfig, brokers: int, timeout_s: float = 2.0) -> int:
     """How many brokers the cluster's metadata lists now (0 when none answers)."""
+    return len(live_broker_ids(config, brokers, timeout_s))
+
+
+def live_broker_ids(config: StackConfig, brokers: int, timeout_s: float = 2.0) -> set[int]:
+    """Node ids (1-based) the cluster's metadata lists now (none when no node answers)."""
     admin = AdminClient({"bootstrap.servers": bootstrap(config, brokers), "log_level": 0,
                          "socket.connection.setup.timeout.ms": 1000})
     try:
-        return len(admin.list_topics(timeout=timeout_s).brokers)
+        return {int(b) for b in admin.list_topics(timeout=timeout_s).brokers}
     except KafkaException:
-        return 0
+        return set()
 
 
 def wait_ready(config: StackConfig, brokers: int) -> None:

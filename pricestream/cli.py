@@ -129,7 +129,8 @@ def up(
 
         with err.status("assembling and starting Druid (minutes on first run)"):
             druid_stack.assemble(config.cache_dir, mvn=config.mvn)
-            druid_stack.start(druid_stack.settings_for(config))
+            druid_stack.start(settings().druid())
+        statuses = stack.status(config, druid=settings().druid())
     _print_status(statuses)
 
 
@@ -168,7 +169,7 @@ def down() -> None:
     from infra import druid_stack, flink_cluster, stack
 
     config = settings().stack()
-    stopped = druid_stack.stop(druid_stack.settings_for(config).state_dir)
+    stopped = druid_stack.stop(settings().druid().state_dir)
     if flink_cluster.stop(config):
         stopped.append("flink")
     stopped += stack.down(config)
@@ -185,10 +186,11 @@ def down() -> None:
 
 @app.command()
 def status() -> None:
-    """Show what is running."""
+    """Show what is running: Kafka (each node of a cluster), Redis (and a Redis Cluster), Druid when started."""
     from infra import stack
 
-    _print_status(stack.status(settings().stack()))
+    s = settings()
+    _print_status(stack.status(s.stack(), druid=s.druid()))
 
 
 def _print_status(statuses: list) -> None:

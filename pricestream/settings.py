@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from audit.kafka_anchors import TopicAnchorPublisher
     from delivery import DeliveryConfig
     from delivery.sequential import SequentialConfig
+    from infra.druid.config import DruidSettings
     from pipelines.config import OnlineSink
     from pricing.input_guard import InputGuardConfig
     from pricing.output_audit import OutputAuditConfig
@@ -96,6 +97,12 @@ class Settings(BaseSettings):
     """YAML of hotel profiles (``hotel_id: {zone: Europe/Lisbon, price_range: [40, 400]}``) for the contract's
     stay-date rule and outlier flag; without it every hotel is checked in UTC-12 with the default range."""
     druid_url: str = "http://127.0.0.1:18888"
+    """Where analysts' SQL and ``druid ingest`` go; unset: the local Druid's router (``druid_host``, its port)."""
+    druid_host: str = "127.0.0.1"
+    """The address every process of the local Druid (``up --with druid``) binds and advertises: loopback."""
+    druid_ports: dict[str, int] = Field(default_factory=dict)
+    """Ports of the local Druid by process, JSON (``{"router": 28888, "coordinator": 28081}``): zookeeper, derby,
+    coordinator, broker, historical, indexer, router; unset ones keep Druid's own number + 10000."""
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8000, gt=0, lt=65536)
     deadline_ms: float = 50.0
@@ -277,6 +284,37 @@ class Settings(BaseSettings):
             if (state / "kafka" / SECURE_MARKER).exists():
                 return {**data, "secure": True}
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _druid_url_of_the_local_router(cls, data: object) -> object:
+        """``druid_url`` unset: the router of the local Druid at ``druid_host`` and its (set) port.
+
+        Example:
+            >>> Settings(druid_ports={"router": 28888}).druid_url
+            'http://127.0.0.1:28888'
+        """
+        if isinstance(data, dict) and "druid_url" not in data:
+            ports = data.get("druid_ports") or {}
+            if isinstance(ports, str):
+                import json
+
+                ports = json.loads(ports)
+            if isinstance(ports, dict) and ("router" in ports or "druid_host" in data):
+                router = ports.get("router", 18888)
+                return {**data, "druid_url": f"http://{data.get('druid_host', '127.0.0.1')}:{router}"}
+        return data
+
+    def druid(self) -> DruidSettings:
+        """The local Druid of this stack (``up --with druid``): its state, host and ports.
+
+        Raises:
+            pydantic.ValidationError: ``druid_ports`` names a process Druid does not have.
+        """
+        from infra.druid.config import DruidPorts
+        from infra.druid_stack import settings_for
+
+        return settings_for(self._stack(), host=self.druid_host, ports=DruidPorts(**self.druid_ports))
 
     def stack(self) -> StackConfig:
         """The local stack of these settings, with the passwords ``up --secure`` saved under the state dir."""

@@ -10,8 +10,13 @@ Example:
     'http://127.0.0.1:18888'
     >>> service_properties(s, "broker")["druid.plaintextPort"]
     '18082'
-    >>> common_properties(s)["druid.zk.service.host"]
-    '127.0.0.1:12181'
+    >>> common_properties(s)["druid.zk.service.host"], common_properties(s)["druid.bindOnHost"]
+    ('127.0.0.1:12181', 'true')
+    >>> zookeeper_config(s).splitlines()[:2]
+    ['clientPort=12181', 'clientPortAddress=127.0.0.1']
+
+Every process binds ``host`` only (loopback by default, as Kafka and Redis do): Jetty through
+``druid.bindOnHost``, Derby through its connector host, ZooKeeper through ``clientPortAddress``.
 """
 
 from __future__ import annotations
@@ -129,6 +134,8 @@ def common_properties(s: DruidSettings) -> dict[str, str]:
         "druid.extensions.hadoopDependenciesDir": str(s.home / "hadoop-dependencies"),
         "druid.extensions.loadList": json.dumps(list(s.extensions)),
         "druid.host": host,
+        # Jetty binds druid.host only (default: every interface); Derby binds connector.host below.
+        "druid.bindOnHost": "true",
         "druid.startup.logging.logProperties": "false",
         "druid.zk.service.host": f"{host}:{s.ports.zookeeper}",
         "druid.zk.paths.base": "/druid",
@@ -280,6 +287,15 @@ LOG4J2_XML = """\
   </Loggers>
 </Configuration>
 """
+
+
+def zookeeper_config(s: DruidSettings) -> str:
+    """``zoo.cfg`` of the metadata ZooKeeper: its port on ``host`` only (``port dataDir`` binds every interface)."""
+    return "".join(f"{k}={v}\n" for k, v in (
+        ("clientPort", s.ports.zookeeper), ("clientPortAddress", s.host),
+        ("dataDir", s.state_dir / "var" / "zookeeper"), ("tickTime", 2000), ("maxClientCnxns", 60),
+        ("admin.enableServer", "false"), ("4lw.commands.whitelist", "ruok,srvr"),
+    ))
 
 
 def render_properties(props: dict[str, str]) -> str:
