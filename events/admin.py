@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from events.config import KafkaConfig
 from events.errors import TopicError

@@ -70,7 +70,7 @@ class EventConsumer:
         self.stats = ConsumeStats()
         self._step = _Callback(parse)
         runtime_config = RuntimeConfig(name=f"consumer-{group_id}", kafka=config, inputs=(topic,), group_id=group_id,
-                                       auto_offset_reset=auto_offset_reset)  # type: ignore[arg-type]
+                                       auto_offset_reset=auto_offset_reset)
         self._runtime = Runtime(runtime_config, self._step)
 
     def process(self, handle: Callable[[list[Any]], None], *, max_records: int = 500, timeout_s: float = 1.0) -> int:

@@ -431,10 +431,10 @@ def _expectation(error: Any) -> str:
     if kind == "extra_forbidden":
         return "no such field (the contract has no field of this name)"
     if kind == "json_invalid":
-        return "one JSON object in UTF-8 (" + msg.removeprefix("Invalid JSON: ") + ")"
+        return "one JSON object in UTF-8 (" + str(msg).removeprefix("Invalid JSON: ") + ")"
     for prefix in ("Input should be ", "Value error, ", "String should "):
         if msg.startswith(prefix):
-            return ("" if prefix != "String should " else "a string that should ") + msg.removeprefix(prefix)
+            return ("" if prefix != "String should " else "a string that should ") + str(msg).removeprefix(prefix)
     return str(msg)
 
 

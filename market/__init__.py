@@ -18,9 +18,10 @@ from market.config import MarketConfig, Segment
 from market.errors import PolicyError, SimulatorError, UnknownKeyError
 from market.evaluate import PolicyResult, PolicyRun, oracle_policy, run_policy, static_policy
 from market.frames import FRAME_COLUMNS, training_frame
-from market.generator import Offer, Policy, Simulation, simulate
+from market.generator import Simulation, simulate
 from market.market import Market
 from market.oracle import DPOracle
+from market.shoppers import Offer, Policy
 
 __all__ = [
     "DPOracle",

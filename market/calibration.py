@@ -85,7 +85,7 @@ def _level(market: Market, h: int, r: int, ordinal: int) -> float:
     """
     cfg = market.config
     night = market.season(h, ordinal) ** cfg.season_wtp_exponent * market.spike(h, ordinal) ** cfg.spike_wtp_exponent
-    return market.wtp_base(h, r, ordinal) / (night * cfg.base_prices[cfg.room_types[r]])
+    return float(market.wtp_base(h, r, ordinal) / (night * cfg.base_prices[cfg.room_types[r]]))
 
 
 def occupancy(market: Market, *, step: int = 1) -> float:

@@ -31,9 +31,10 @@ import numpy as np
 
 from market.errors import SimulatorError
 from market.evaluate import oracle_policy, static_policy
-from market.generator import Policy, Simulation
+from market.generator import Simulation
 from market.market import Market
 from market.oracle import DPOracle
+from market.shoppers import Policy
 
 WARMUP_DAYS = 14
 _T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}

@@ -33,8 +33,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from events.models import Record
 from market.errors import SimulatorError
-from market.generator import Offer, Policy, Simulation
+from market.generator import Simulation
 from market.market import Market
+from market.shoppers import Offer, Policy
 
 _METRICS = (
     "revenue",
@@ -264,7 +265,7 @@ def _value(market: Market, hotel: str, room: str, stay: date, at: datetime, segm
     """P(book | price) x (price - bid) x the segment's mean rooms x nights, under the truth."""
     h, r, o, ts = market.hotel_index(hotel), market.room_index(room), stay.toordinal(), at.timestamp()
     s = market.segment_index(segment)
-    p = market.prob(h, r, o, ts, price, s, channel, market.comp_median(h, r, o, ts))  # type: ignore[arg-type]
+    p = market.prob(h, r, o, ts, price, s, channel, market.comp_median(h, r, o, ts))
     return float((price - bid) * p * market.seg_weight[s])
 
 

@@ -376,7 +376,7 @@ def window_capacity(market: Market, *, start: datetime, days: int, seed: int, wa
     sim = Simulation(market, start=start - timedelta(days=warmup_days),
                      duration=timedelta(days=warmup_days + days), policy=static_policy(market), rng_seed=seed)
     for event in sim:
-        if event.event_time >= start:  # type: ignore[attr-defined]
+        if event.event_time >= start:
             break
     return sim
 

@@ -34,8 +34,10 @@ import math
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from market._noise import noises, unit
 from market.config import MarketConfig
@@ -163,7 +165,7 @@ class Market:
         cfg = self.config
         season = self.season(h, ordinal) ** cfg.season_wtp_exponent
         level = self._reference[h][r] * self._wtp_gap[h][r]
-        return level * season * self.spike(h, ordinal) ** cfg.spike_wtp_exponent
+        return float(level * season * self.spike(h, ordinal) ** cfg.spike_wtp_exponent)
 
     def _comp_rates(self, h: int, r: int, ordinal: int, bucket: int) -> tuple[float, ...]:
         cfg = self.config
@@ -175,24 +177,24 @@ class Market:
         )
 
     # ------------------------------------------------------------ by time
-    def lead_pdf(self, lead_days: np.ndarray) -> np.ndarray:
+    def lead_pdf(self, lead_days: NDArray[Any]) -> NDArray[Any]:
         """Per segment booking-window density (per day) at ``lead_days``; shape ``lead.shape + (segments,)``."""
         lead = np.asarray(lead_days, dtype=float)[..., None]
         inside = (lead > 0.0) & (lead <= self.config.horizon_days)
         dens = np.exp(-np.clip(lead, 0.0, None) / self.seg_lead_mean) / (self.seg_lead_mean * self._lead_norm)
         return np.where(inside, dens, 0.0)
 
-    def diurnal(self, ts: float | np.ndarray) -> float | np.ndarray:
+    def diurnal(self, ts: float | NDArray[Any]) -> float | NDArray[Any]:
         """Intra-day activity factor at epoch seconds ``ts`` (mean 1 over a day)."""
         hour = (np.asarray(ts) % _DAY_S) / 3600.0
         out = 1.0 + self.config.diurnal_amplitude * np.cos(2.0 * np.pi * (hour - _DIURNAL_PEAK_HOUR) / 24.0)
         return float(out) if np.ndim(out) == 0 else out
 
-    def segment_rates(self, h: int, r: int, ordinal: int, ts: float) -> np.ndarray:
+    def segment_rates(self, h: int, r: int, ordinal: int, ts: float) -> NDArray[Any]:
         """Shoppers per hour by segment for one key at epoch seconds ``ts``."""
         lead = (self.checkin_ts(ordinal) - ts) / _DAY_S
         factors = np.asarray(self.night_factors(h, r, ordinal))
-        return factors * self.lead_pdf(np.asarray(lead)) * self.diurnal(ts)
+        return np.asarray(factors * self.lead_pdf(np.asarray(lead)) * self.diurnal(ts))
 
     def arrival_rate(self, hotel_id: str, room_type: str, stay_date: date, at: datetime) -> float:
         """Expected shoppers per hour searching this (hotel, room type, night) at ``at``.
@@ -203,7 +205,7 @@ class Market:
         h, r = self.hotel_index(hotel_id), self.room_index(room_type)
         return float(self.segment_rates(h, r, stay_date.toordinal(), _ts(at)).sum())
 
-    def segment_mix(self, h: int, r: int, ordinal: int, ts: float, channel: str | None = None) -> np.ndarray:
+    def segment_mix(self, h: int, r: int, ordinal: int, ts: float, channel: str | None = None) -> NDArray[Any]:
         """Share of each segment among shoppers of this key at ``ts`` (optionally given their channel)."""
         lead = (self.checkin_ts(ordinal) - ts) / _DAY_S
         lead = min(max(lead, 1e-6), float(self.config.horizon_days))  # outside the window: nearest edge
@@ -292,8 +294,8 @@ class Market:
         return self.prob(h, r, ordinal, ts, float(price), s, channel, float(comp))
 
     def revenue_curve(
-        self, h: int, r: int, ordinal: int, ts: float, prices: np.ndarray, *, channel: str | None = None
-    ) -> np.ndarray:
+        self, h: int, r: int, ordinal: int, ts: float, prices: NDArray[Any], *, channel: str | None = None
+    ) -> NDArray[Any]:
         """Expected revenue per offer view at each price, segments mixed by arrival share (and channel)."""
         mix = self.segment_mix(h, r, ordinal, ts, channel)
         comp = self.comp_median(h, r, ordinal, ts)

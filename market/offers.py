@@ -19,11 +19,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
-from market.generator import Offer
 from market.market import Market
+from market.shoppers import Offer
 
 _DAY = 86_400.0
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
@@ -34,24 +36,24 @@ _OVERSAMPLE = 3  # candidates per returned offer before importance resampling
 class SampledOffers:
     """Column arrays of sampled offers (index-based keys plus what the feature builder needs)."""
 
-    h: np.ndarray
-    r: np.ndarray
-    s: np.ndarray
-    ordinal: np.ndarray
-    ts: np.ndarray
-    checkin: np.ndarray
+    h: NDArray[Any]
+    r: NDArray[Any]
+    s: NDArray[Any]
+    ordinal: NDArray[Any]
+    ts: NDArray[Any]
+    checkin: NDArray[Any]
     channel: list[str]
-    nights: np.ndarray
-    rooms: np.ndarray
-    lead_days: np.ndarray
+    nights: NDArray[Any]
+    rooms: NDArray[Any]
+    lead_days: NDArray[Any]
     stay_dates: list[date]
-    reference: np.ndarray
-    capacity: np.ndarray
-    rooms_left: np.ndarray
-    factors: np.ndarray  # (n, segments) night factors
-    rooms_per_view: np.ndarray  # expected booked rooms per view at the reference price
-    cancel_share: np.ndarray  # share of those rooms that get cancelled
-    hotel_searches_24h: np.ndarray  # expected searches of the whole hotel over the last 24h
+    reference: NDArray[Any]
+    capacity: NDArray[Any]
+    rooms_left: NDArray[Any]
+    factors: NDArray[Any]  # (n, segments) night factors
+    rooms_per_view: NDArray[Any]  # expected booked rooms per view at the reference price
+    cancel_share: NDArray[Any]  # share of those rooms that get cancelled
+    hotel_searches_24h: NDArray[Any]  # expected searches of the whole hotel over the last 24h
 
     def offer(self, market: Market, i: int) -> Offer:
         """Row ``i`` as the :class:`Offer` a policy sees."""
@@ -83,7 +85,7 @@ def sample_offers(market: Market, *, n: int, rng: np.random.Generator, start: fl
     return _complete(market, rng, h, r, s, ordinal, ts, factors)
 
 
-def _candidates(market: Market, m: int, rng: np.random.Generator, start: float, days: int) -> tuple[np.ndarray, ...]:
+def _candidates(market: Market, m: int, rng: np.random.Generator, start: float, days: int) -> tuple[NDArray[Any], ...]:
     cfg = market.config
     base_caps = np.array([cfg.capacities[rt] for rt in cfg.room_types], dtype=float)
     shares = np.array([seg.share for seg in cfg.segments])
@@ -102,12 +104,12 @@ def _candidates(market: Market, m: int, rng: np.random.Generator, start: float, 
 def _complete(
     market: Market,
     rng: np.random.Generator,
-    h: np.ndarray,
-    r: np.ndarray,
-    s: np.ndarray,
-    ordinal: np.ndarray,
-    ts: np.ndarray,
-    factors: np.ndarray,
+    h: NDArray[Any],
+    r: NDArray[Any],
+    s: NDArray[Any],
+    ordinal: NDArray[Any],
+    ts: NDArray[Any],
+    factors: NDArray[Any],
 ) -> SampledOffers:
     cfg = market.config
     n = len(h)
@@ -157,13 +159,13 @@ def _complete(
 
 def _booking_mix(
     market: Market,
-    h: np.ndarray,
-    r: np.ndarray,
-    ordinal: np.ndarray,
-    ts: np.ndarray,
-    factors: np.ndarray,
-    checkin: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
+    h: NDArray[Any],
+    r: NDArray[Any],
+    ordinal: NDArray[Any],
+    ts: NDArray[Any],
+    factors: NDArray[Any],
+    checkin: NDArray[Any],
+) -> tuple[NDArray[Any], NDArray[Any]]:
     """Expected booked rooms per view at the reference price, and their cancellation share."""
     cfg = market.config
     mix = factors * market.lead_pdf((checkin - ts) / _DAY)
@@ -187,7 +189,7 @@ def _booking_mix(
     return per_view, share
 
 
-def _hotel_searches(market: Market, h: np.ndarray, ts: np.ndarray) -> np.ndarray:
+def _hotel_searches(market: Market, h: NDArray[Any], ts: NDArray[Any]) -> NDArray[Any]:
     """Expected searches over the last 24h for the whole hotel (all room types and nights), per (hotel, day)."""
     cfg = market.config
     cache: dict[tuple[int, int], float] = {}

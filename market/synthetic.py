@@ -17,9 +17,11 @@ Example:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from events.catalog import ALL_FEATURES, REQUEST_FEATURES
 
@@ -30,7 +32,7 @@ MISSING_SHARE = 0.05
 """Share of each stored feature set to NaN, so the models learn a missing-value branch."""
 
 
-def demand_logit(frame: pd.DataFrame, *, elasticity: float = ELASTICITY) -> np.ndarray:
+def demand_logit(frame: pd.DataFrame, *, elasticity: float = ELASTICITY) -> NDArray[Any]:
     """True booking log-odds: occupancy and recent bookings raise demand, price lowers it."""
     occ = frame["occupancy"].astype(float).fillna(0.5).to_numpy()
     bookings = frame["bookings_24h"].astype(float).fillna(2.0).to_numpy()
@@ -38,7 +40,7 @@ def demand_logit(frame: pd.DataFrame, *, elasticity: float = ELASTICITY) -> np.n
     weekend = frame["stay_dow"].isin([4.0, 5.0]).to_numpy()
     intercept = elasticity * math.log(REFERENCE_PRICE) + 1.2 * (occ - 0.5) + 0.08 * (bookings - 2) - 0.004 * lead
     intercept = intercept + 0.3 * weekend
-    return intercept - elasticity * np.log(frame["price"].to_numpy())
+    return np.asarray(intercept - elasticity * np.log(frame["price"].to_numpy()))
 
 
 def optimal_price(*, intercept: float, elasticity: float = ELASTICITY) -> float:
@@ -49,7 +51,7 @@ def optimal_price(*, intercept: float, elasticity: float = ELASTICITY) -> float:
 def training_frame(n: int = 5000, *, seed: int = 0, elasticity: float = ELASTICITY) -> pd.DataFrame:
     """``n`` seeded rows with every model input (``ALL_FEATURES + REQUEST_FEATURES``, ``base_rate``) and ``booked``."""
     rng = np.random.default_rng(seed)
-    data: dict[str, np.ndarray] = {name: rng.gamma(2.0, 3.0, n) for name in ALL_FEATURES}
+    data: dict[str, NDArray[Any]] = {name: rng.gamma(2.0, 3.0, n) for name in ALL_FEATURES}
     capacity = rng.integers(20, 120, n).astype(float)
     occ = rng.beta(2.0, 2.0, n)
     data.update(

@@ -102,11 +102,11 @@ def _params(
 
 def fit_members(
     x: FloatArray,
-    y: npt.NDArray[np.floating],
+    y: npt.NDArray[np.floating[Any]],
     *,
     config: DemandModelConfig,
     seed: int = 0,
-    weight: npt.NDArray[np.floating] | None = None,
+    weight: npt.NDArray[np.floating[Any]] | None = None,
     init_models: Sequence[lgb.Booster] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     decreasing: Sequence[int] = (0,),
@@ -149,7 +149,7 @@ def fit_members(
 
 def predict_native(members: Sequence[lgb.Booster], x: FloatArray) -> FloatArray:
     """``(n_rows, n_members)`` booking probabilities from native LightGBM."""
-    return np.stack([m.predict(x, num_threads=1) for m in members], axis=1).astype(np.float32)
+    return np.asarray(np.stack([m.predict(x, num_threads=1) for m in members], axis=1), dtype=np.float32)
 
 
 def tree_count(members: Sequence[lgb.Booster]) -> int:
@@ -157,7 +157,7 @@ def tree_count(members: Sequence[lgb.Booster]) -> int:
     return int(sum(m.num_trees() for m in members))
 
 
-def binary_metrics(y: npt.NDArray[np.floating], p: npt.NDArray[np.floating]) -> dict[str, float]:
+def binary_metrics(y: npt.NDArray[np.floating[Any]], p: npt.NDArray[np.floating[Any]]) -> dict[str, float]:
     """Log loss, Brier score and ROC AUC of probabilities ``p`` for 0/1 labels ``y``.
 
     Example:

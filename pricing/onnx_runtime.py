@@ -54,12 +54,13 @@ def booster_to_onnx(booster: lgb.Booster, *, n_features: int) -> onnx.ModelProto
     import onnxmltools
     from onnxmltools.convert.common.data_types import FloatTensorType
 
-    return onnxmltools.convert_lightgbm(
+    model: onnx.ModelProto = onnxmltools.convert_lightgbm(
         booster,
         initial_types=[(INPUT_NAME, FloatTensorType([None, n_features]))],
         target_opset=TARGET_OPSET,
         zipmap=False,
     )
+    return model
 
 
 _NODE_KEYS = (

@@ -35,6 +35,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -44,7 +45,7 @@ from pricing.errors import QuoteError
 SMOOTHING_POINTS = 3
 """Model evaluations per candidate price when smoothing: the price and one neighbour either side
 (as good as five on the market simulator, at 3x rather than 5x the rows)."""
-Predict = Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating]]
+Predict = Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating[Any]]]
 """prices ``(g,)`` -> booking probabilities ``(g, members)``."""
 ExtraStd = Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]]
 """prices ``(g,)`` -> an extra, independent std per candidate (e.g. an off-distribution term)."""
@@ -92,7 +93,7 @@ def price_grid(floor: float, ceiling: float, size: int) -> npt.NDArray[np.float6
         raise QuoteError(field="grid_size", value=size, expected="at least 1")
     if size == 1 or floor == ceiling:
         return np.full(size, floor)
-    grid = floor * np.exp(_unit_grid(size) * math.log(ceiling / floor))
+    grid: npt.NDArray[np.float64] = floor * np.exp(_unit_grid(size) * math.log(ceiling / floor))
     grid[0], grid[-1] = floor, ceiling  # exp(log(x)) can miss the ends by an ulp
     return grid
 
@@ -107,7 +108,7 @@ def _unit_grid(size: int) -> npt.NDArray[np.float64]:
 
 def _objective(
     prices: npt.NDArray[np.float64],
-    probs: npt.NDArray[np.floating],
+    probs: npt.NDArray[np.floating[Any]],
     risk_aversion: float,
     extra_std: ExtraStd | None,
     cost: float = 0.0,
@@ -192,7 +193,7 @@ def _smoothed(predict: Predict, smoothing: float) -> Predict:
 
     def smooth(prices: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         probs = np.asarray(predict(np.concatenate([prices * f for f in factors])), dtype=np.float64)
-        return probs.reshape(len(factors), len(prices), -1).mean(axis=0)
+        return np.asarray(probs.reshape(len(factors), len(prices), -1).mean(axis=0), dtype=np.float64)
 
     return smooth
 

@@ -329,7 +329,7 @@ class _BundlePricer:
 
     def _pooled(
         self,
-        predict: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating]],
+        predict: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating[Any]]],
         request: PricingRequest,
         features: Mapping[str, float | None],
     ) -> Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]] | None:
@@ -371,7 +371,7 @@ class _BundlePricer:
         cfg = self._capacity or DEFAULT_CAPACITY
         return self._channel_offsets.get(str(request.channel), 0.0) if cfg.channel_response else 0.0
 
-    def _extended(self, predict: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating]], floor: float,
+    def _extended(self, predict: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating[Any]]], floor: float,
                   ceiling: float) -> Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]] | None:
         """The model's demand continued past its trained price range (``BidPriceConfig.extrapolate``).
 
@@ -440,11 +440,11 @@ class _BundlePricer:
         vec.prepare(request, features)
         model = self._model
 
-        def predict(prices: npt.NDArray[np.float64]) -> npt.NDArray[np.floating]:
+        def predict(prices: npt.NDArray[np.float64]) -> npt.NDArray[np.floating[Any]]:
             return model.predict(vec.with_prices(prices))
 
         extended = self._pooled(predict, request, features) or self._extended(predict, floor, ceiling)
-        demand: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating]] = predict
+        demand: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating[Any]]] = predict
         if extended is not None:
             demand, low, high = extended, floor, ceiling
         fc = None if self._capacity is None else forecast(request, features, self._capacity)
@@ -495,7 +495,7 @@ class _BundlePricer:
 
     def _bid_price(
         self,
-        predict: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating]],
+        predict: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating[Any]]],
         low: float,
         high: float,
         fc: DemandForecast,
@@ -520,7 +520,7 @@ class _BundlePricer:
     def _stay_bids(
         self,
         request: PricingRequest,
-        demand: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating]],
+        demand: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating[Any]]],
         low: float,
         high: float,
     ) -> list[float] | None:

@@ -35,6 +35,7 @@ from typing import Any, Literal
 import lightgbm as lgb
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from pricing.channel_response import fit_channel_offsets
 from pricing.errors import BundleError, TrainingError
@@ -124,7 +125,7 @@ def read_meta(bundle: str | Path) -> dict[str, Any]:
     return meta
 
 
-def _envelope(x: np.ndarray, columns: tuple[str, ...]) -> dict[str, list[float | None]]:
+def _envelope(x: NDArray[Any], columns: tuple[str, ...]) -> dict[str, list[float | None]]:
     """1st/99th percentile per column (None when a column is all missing)."""
     out: dict[str, list[float | None]] = {}
     for j, name in enumerate(columns):
@@ -134,9 +135,9 @@ def _envelope(x: np.ndarray, columns: tuple[str, ...]) -> dict[str, list[float |
 
 
 def _holdout_metrics(
-    x: np.ndarray,
-    y: np.ndarray,
-    w: np.ndarray | None,
+    x: NDArray[Any],
+    y: NDArray[Any],
+    w: NDArray[Any] | None,
     *,
     config: DemandModelConfig,
     seed: int,
@@ -224,7 +225,7 @@ def _write(
     columns: tuple[str, ...],
     metrics: Mapping[str, float],
     parent: str | None,
-    x: np.ndarray,
+    x: NDArray[Any],
     seed: int,
     response: PriceResponse | None = None,
     channels: Mapping[str, float] | None = None,

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -134,7 +135,7 @@ class Vectorizer:
         self._inverse = np.full(len(self._ratios), np.nan, dtype=np.float64)  # 1 / reference per ratio column
 
     def fill(
-        self, request: PricingRequest, features: Mapping[str, float | None], prices: npt.NDArray[np.floating]
+        self, request: PricingRequest, features: Mapping[str, float | None], prices: npt.NDArray[np.floating[Any]]
     ) -> npt.NDArray[np.float32]:
         """One row per candidate price; returns a view of the internal buffer."""
         self.prepare(request, features)
@@ -159,7 +160,7 @@ class Vectorizer:
         """The prepared row (``row[0]``, the price slot, is unspecified; the relative price slots are NaN)."""
         return self._row
 
-    def with_prices(self, prices: npt.NDArray[np.floating]) -> npt.NDArray[np.float32]:
+    def with_prices(self, prices: npt.NDArray[np.floating[Any]]) -> npt.NDArray[np.float32]:
         """Rows of the prepared request, one per price (a view of the internal buffer)."""
         n = len(prices)
         if n > self._buffer.shape[0]:
@@ -179,7 +180,7 @@ def _number(raw: float | None) -> float:
 def model_matrix(
     request: PricingRequest,
     features: Mapping[str, float | None],
-    prices: npt.NDArray[np.floating],
+    prices: npt.NDArray[np.floating[Any]],
     *,
     columns: Sequence[str],
 ) -> npt.NDArray[np.float32]:

@@ -16,10 +16,10 @@ Example:
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from routing.errors import CalibrationError, RoutingInputError
@@ -87,9 +87,9 @@ class TierShares(BaseModel):
 DEFAULT_SHARES = TierShares()
 
 
-def _as_scores(scores: ArrayLike) -> np.ndarray:
+def _as_scores(scores: ArrayLike) -> NDArray[Any]:
     arr = np.asarray(scores, dtype=float).ravel()
-    return arr[np.isfinite(arr)]
+    return np.asarray(arr[np.isfinite(arr)])
 
 
 def thresholds_for_shares(
@@ -109,7 +109,7 @@ def thresholds_for_shares(
     return Thresholds(rules_below=min(rules_below, heavy_above), heavy_above=heavy_above)
 
 
-def route_many(scores: ArrayLike, thresholds: Thresholds) -> np.ndarray:
+def route_many(scores: ArrayLike, thresholds: Thresholds) -> NDArray[Any]:
     """Vectorised routing: an array of tier names (non-finite scores go heavy)."""
     arr = np.asarray(scores, dtype=float).ravel()
     out = np.full(arr.shape, "light", dtype=object)

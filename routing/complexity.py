@@ -191,7 +191,7 @@ def complexity_score(inputs: ComplexityInputs, *, weights: ComplexityWeights = D
     """
     parts = inputs.components()
     total = sum(getattr(weights, name) * value for name, value in parts.items())
-    score = min(1.0, max(0.0, round(total / weights.total, 12)))
+    score = min(1.0, max(0.0, round(float(total) / weights.total, 12)))
     if inputs.sold_share >= SCARCE_SOLD_SHARE:
         score = max(score, SCARCE_MIN_SCORE)
     return score

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from routing.errors import RoutingInputError
@@ -65,9 +66,9 @@ class CurvePoint(BaseModel):
     revenue_lost: float
 
 
-def _revenues(revenue_by_tier: Mapping[str, ArrayLike], n: int, *, need_rules: bool) -> dict[str, np.ndarray]:
+def _revenues(revenue_by_tier: Mapping[str, ArrayLike], n: int, *, need_rules: bool) -> dict[str, NDArray[Any]]:
     needed = ("rules", "light", "heavy") if need_rules else ("light", "heavy")
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, NDArray[Any]] = {}
     for tier in needed:
         if tier not in revenue_by_tier:
             raise RoutingInputError(

@@ -23,8 +23,10 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from routing.calibration import TIERS
@@ -62,7 +64,7 @@ class HealthReport(BaseModel):
     mean_score_fn: float | None = None
 
 
-def _column(name: str, values: ArrayLike | None, n: int | None) -> np.ndarray:
+def _column(name: str, values: ArrayLike | None, n: int | None) -> NDArray[Any]:
     arr = np.asarray(values, dtype=float).ravel()
     if n is not None and arr.size != n:
         raise RoutingInputError(field=name, value=f"length {arr.size}", expected=f"length {n} like scores")
@@ -71,13 +73,13 @@ def _column(name: str, values: ArrayLike | None, n: int | None) -> np.ndarray:
     return arr
 
 
-def _rel_gap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _rel_gap(a: NDArray[Any], b: NDArray[Any]) -> NDArray[Any]:
     if np.any(b <= 0):
         raise RoutingInputError(field="heavy_prices", value=b[b <= 0][:3].tolist(), expected="prices > 0")
-    return np.abs(a - b) / b
+    return np.asarray(np.abs(a - b) / b)
 
 
-def _mean_or_none(values: np.ndarray) -> float | None:
+def _mean_or_none(values: NDArray[Any]) -> float | None:
     return float(values.mean()) if values.size else None
 
 
@@ -87,7 +89,7 @@ def _sample(
     light_prices: ArrayLike,
     heavy_prices: ArrayLike,
     rules_prices: ArrayLike | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]]:
     """Validated arrays: score, tier, light, heavy and served price (rules price on rules rows)."""
     score = _column("scores", scores, None)
     n = score.size

@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import math
 import threading
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from routing.calibration import (
     DEFAULT_SHARES,
@@ -90,7 +92,7 @@ class TieredRouter:
         """Capacity of the ring buffer."""
         return int(self._buffer.size)
 
-    def recent_scores(self) -> np.ndarray:
+    def recent_scores(self) -> NDArray[Any]:
         """A copy of the scores in the window (oldest first)."""
         with self._lock:
             if self._filled < self._buffer.size:

@@ -207,6 +207,18 @@ def _body_error(value: Any, expected: str) -> BadRequest:
     return BadRequest(422, "validation_error", [FieldError("<body>", safe_value(value), expected)])
 
 
+_PLAIN_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_float)
+
+
+def _whole(text: str) -> None:
+    """Raise the malformed-JSON error of ``text`` if it has one (the duplicate-key hook stops before)."""
+    try:
+        _PLAIN_DECODER.decode(text)
+    except json.JSONDecodeError as exc:
+        shown = f"malformed JSON at line {exc.lineno} column {exc.colno} (character {exc.pos}): {exc.msg}"
+        raise _body_error(shown, "a JSON value") from exc
+
+
 def decode_json(raw: bytes) -> Any:
     """Strict JSON of ``raw``: UTF-8, no non-finite numbers, no lone surrogates, at most :data:`MAX_DEPTH` deep.
 
@@ -228,6 +240,7 @@ def decode_json(raw: bytes) -> Any:
         shown = "JSON nested thousands of levels deep"
         raise _body_error(shown, f"at most {MAX_DEPTH} levels") from exc
     except _DuplicateKey as exc:
+        _whole(text)  # a text that is not JSON as a whole says so first (trailing data after the object)
         raise BadRequest(422, "validation_error", [FieldError(_clip(exc.key), safe_value(exc.value),
                                                               DUPLICATE_EXPECTED)]) from exc
     except json.JSONDecodeError as exc:

@@ -193,7 +193,8 @@ def test_shadow_never_serves_a_slow_candidate_and_logs_its_decision_on_kafka(
         assert pair["candidate-shadow"].model_version == "cand-2"
         assert pair["candidate-shadow"].price == plain_cand.price(r).price
     evidence = rollout.evidence()
-    assert np.allclose(np.asarray(evidence.candidate_prices) / np.asarray(evidence.incumbent_prices), 1.3, rtol=1e-6)
+    # prices leave in cents: the ratio holds to the rounding (half a cent on prices of 50 or more)
+    assert np.allclose(np.asarray(evidence.candidate_prices) / np.asarray(evidence.incumbent_prices), 1.3, rtol=2e-4)
     assert rollout.stats.value("pricestream_rollout_shadow_total", outcome="late") == 20.0  # 50 ms > 10 ms budget
     rollout.close()
 
