@@ -1,0 +1,1 @@
+"""The Feast repo of the local stack (``feast -c features/repo``); ``local`` holds its settings-aware classes."""
