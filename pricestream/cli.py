@@ -356,14 +356,20 @@ def serve_stream(
 
 @app.command()
 def query(
-    sql: Annotated[str, typer.Argument(help="SQL over the features_v1 datasource")],
+    sql: Annotated[str, typer.Argument(help="SQL over features_v1 (or, on Druid, behaviour_events)")],
     engine: Annotated[str, typer.Option(envvar="PRICESTREAM_QUERY_ENGINE", help="auto, druid or duckdb")] = "auto",
     out_file: Annotated[
         Path | None, typer.Option("--out", envvar="PRICESTREAM_QUERY_OUT", help="write all rows to .csv or .parquet")
     ] = None,
     limit: Annotated[int, typer.Option(envvar="PRICESTREAM_QUERY_LIMIT", min=1, help="rows shown")] = 50,
 ) -> None:
-    """Run analyst SQL on Druid, or on DuckDB over the offline store when Druid is not up."""
+    """Run analyst SQL on Druid, or on DuckDB over the offline store when Druid is not up.
+
+    features_v1 holds one row per feature row (Druid and DuckDB): COUNT(*) counts them. Druid's
+    behaviour_events is rolled up per minute and key: there count events with SUM(events), not COUNT(*),
+    which counts rolled-up rows (29,990 for 30,000 events), and average prices with
+    SUM(price_sum) / SUM(priced_events).
+    """
     from features.analytics import query as run_query
 
     if engine not in ("auto", "druid", "duckdb"):
@@ -387,7 +393,7 @@ def audit_verify(
     = None,
 ) -> None:
     """Walk the MAC chain, head and anchors of the audit log; exit 1 naming the first broken line."""
-    from audit.log import verify
+    from audit.verify import verify
 
     s = settings().acting_as("auditor")  # a secure stack's auditor principal reads audit.heads, nothing else
     target = path or s.audit()

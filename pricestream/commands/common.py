@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -50,8 +51,54 @@ class CliInputError(ValueError):
     """A flag or argument that the CLI itself refuses (names the option, the value and the expectation)."""
 
 
+_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`~?([^`<]*?)(?:\s*<[^>]*>)?`")
+_LITERAL = re.compile(r"``(.+?)``")
+
+
+def plain_help(text: str | None) -> str | None:
+    """A docstring as ``--help`` shows it: no Sphinx roles or double backticks (issue 31 item 22).
+
+    Example:
+        >>> plain_help("Reads ``features.v1`` (:mod:`pricestream.settings`, :func:`~a.b.run`).")
+        'Reads features.v1 (pricestream.settings, run).'
+        >>> plain_help(":class:`the store <features.store.Store>`")
+        'the store'
+    """
+    if text is None:
+        return None
+
+    def role(match: re.Match[str]) -> str:
+        target = match.group(1).strip()
+        return target.rsplit(".", 1)[-1] if match.group(0).split("`", 1)[1].startswith("~") else target
+
+    return _LITERAL.sub(r"\1", _ROLE.sub(role, text))
+
+
+def _plain_command(command: click.Command) -> None:
+    """Help text without markup, flags without a ``<bool>`` type, click's plain layout (no cut names)."""
+    command.help = plain_help(command.help)
+    command.short_help = plain_help(command.short_help)
+    # The rich layout folds or cuts an env var name in a narrow column at 80 columns; click's wraps words.
+    command.rich_markup_mode = None  # type: ignore[attr-defined]
+    for param in command.params:
+        if hasattr(param, "help"):
+            param.help = plain_help(param.help)
+
+
 class HandledGroup(TyperGroup):
-    """A typer group whose commands fail with one red line and exit code 1 instead of a traceback."""
+    """A typer group whose commands fail with one red line and exit code 1 instead of a traceback.
+
+    Its help and its commands' help are plain text: Sphinx markup of the docstrings removed, flags
+    shown without a type, and click's layout, which wraps at word boundaries instead of cutting
+    names at 80 columns.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _plain_command(self)
+        for command in self.commands.values():
+            if not isinstance(command, HandledGroup):  # a group cleaned itself
+                _plain_command(command)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
