@@ -33,7 +33,7 @@ Example:
     >>> d.arm, d.propensity
     ('incumbent', 1.0)
     >>> path.close()
-    >>> from audit.log import verify
+    >>> from audit.verify import verify
     >>> verify(s.audit()).entries
     1
 """

@@ -244,7 +244,7 @@ def bid_floored(
     update: dict[str, Any] = {"bid_price": max(bid, 0.0),
                               "forecast_views": None if quote.forecast is None else quote.forecast.views}
     if bid > decision.price:
-        update["price"] = dg.money(min(bid, outcome.ceiling))
+        update["price"] = dg.money(min(bid, outcome.ceiling), high=outcome.ceiling)
         update["rule_ids"] = (*decision.rule_ids, BID_FLOOR_RULE)
     return decision.model_copy(update=update)
 

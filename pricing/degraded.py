@@ -199,14 +199,26 @@ PRICE_DECIMALS = 2
 """Digits after the point of a price that leaves the process: the currency's minor unit (cents)."""
 
 
-def money(price: float, decimals: int = PRICE_DECIMALS) -> float:
+def money(price: float, decimals: int = PRICE_DECIMALS, *, low: float | None = None,
+          high: float | None = None) -> float:
     """``price`` rounded to the currency's minor unit: what a guest is quoted, a decision published, audited.
+
+    Rounded to the nearest unit, then inward where that would cross a bound (``low``, ``high``: the
+    rules' floor and ceiling), so a rounded price never leaves the band the rules allow.
 
     Example:
         >>> money(116.39999999999999), money(272.69489028545036), money(1234.5, 0)
         (116.4, 272.69, 1234.0)
+        >>> money(52.325, high=52.325), money(49.995, low=49.995)
+        (52.32, 50.0)
     """
-    return round(float(price), decimals)
+    unit = 10.0**-decimals
+    rounded = round(float(price), decimals)
+    if high is not None and rounded > high:
+        rounded = round(math.floor(high / unit + 1e-9) * unit, decimals)
+    if low is not None and rounded < low:
+        rounded = round(math.ceil(low / unit - 1e-9) * unit, decimals)
+    return rounded
 
 
 def final_price(price: float, outcome: Any, last_published: float | None) -> float:

@@ -389,7 +389,7 @@ class Scorer:
         else:
             result = self._routed(request, features, read, outcome, deadline, models)
         unrounded = dg.final_price(result.price, outcome, request.last_published_price)
-        price = dg.money(unrounded, self.config.price_decimals)
+        price = dg.money(unrounded, self.config.price_decimals, low=outcome.floor, high=outcome.ceiling)
         latency_ms = deadline.elapsed_ms()
         decision = PricingDecision(
             hotel_id=request.hotel_id,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.log import verify
+from audit.verify import verify
 from infra.config import StackConfig
 from pricestream.demo import DEFAULT_MARKET, DemoReport, run_demo
 from pricestream.deployment import free_ports, settings_env

@@ -20,7 +20,8 @@ from confluent_kafka.admin import AdminClient
 from audit.anchors import anchors_path, resolve_key
 from audit.errors import AuditLogError
 from audit.kafka_anchors import TopicAnchorPublisher, read_topic_anchors
-from audit.log import AuditLog, head_path, verify
+from audit.log import AuditLog, head_path
+from audit.verify import verify
 from events.admin import create_topics
 from infra.config import StackConfig
 from infra.kafka_security import apply_acls

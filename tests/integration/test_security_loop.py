@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.log import verify
+from audit.verify import verify
 from infra.config import StackConfig
 from pricestream.demo import DemoReport, run_demo
 from pricestream.deployment import DEPLOYMENT_FILE, free_ports, settings_env

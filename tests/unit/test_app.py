@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.log import verify
+from audit.verify import verify
 from delivery import StateStore
 from events.models import PricingRequest
 from feedback.registry import ModelRegistry

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from audit.errors import AuditLogError
-from audit.log import GENESIS_HASH, AuditLog, canonical_json, chain_hash, head_path, input_digest, verify
+from audit.log import GENESIS_HASH, AuditLog, canonical_json, chain_hash, head_path, input_digest
+from audit.verify import verify
 from events.models import PricingDecision, PricingRequest
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from audit.anchors import anchor_record, anchors_path, mac_hex
-from audit.log import AuditLog, canonical_json, head_path, sha256_hex, verify
+from audit.log import AuditLog, canonical_json, head_path, sha256_hex
+from audit.verify import verify
 
 KEY = "test-audit-key-0123456789"
 ENTRIES = 60

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from audit.log import AuditLog, verify
+from audit.log import AuditLog
+from audit.verify import verify
 from events.catalog import ALL_FEATURES
 from events.models import CHANNELS, PricingDecision, PricingRequest
 from feedback.registry import ModelRegistry
