@@ -69,7 +69,7 @@ def mac_hex(key: bytes, text: str) -> str:
     return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def _canonical(obj: Any) -> str:
+def _canonical(obj: object) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
@@ -79,7 +79,7 @@ def anchor_record(n: int, *, seq: int, digest: str, prev_mac: str, key: bytes, a
     return body | {"mac": mac_hex(key, _canonical(body))}
 
 
-def check_anchor(record: Any, n: int, prev_mac: str, key: bytes) -> str:
+def check_anchor(record: object, n: int, prev_mac: str, key: bytes) -> str:
     """Why anchor ``record`` at line ``n`` is bad ("" when it holds)."""
     if not isinstance(record, dict) or not {"n", "seq", "hash", "prev", "at", "mac"} <= set(record):
         return "anchor line is not an anchor record (expected n, seq, hash, prev, at, mac)"

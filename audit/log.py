@@ -68,7 +68,7 @@ _TAIL_CHUNK = 64 * 1024
 """Bytes read from the end of an existing log to find its last entry on reopen."""
 
 
-def canonical_json(obj: Any) -> str:
+def canonical_json(obj: object) -> str:
     """Canonical JSON: sorted keys, no spaces, non-finite floats spelled as strings.
 
     Example:
@@ -78,7 +78,7 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(_finite(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def _finite(obj: Any) -> Any:
+def _finite(obj: object) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return "NaN" if math.isnan(obj) else ("Infinity" if obj > 0 else "-Infinity")
     if isinstance(obj, Mapping):

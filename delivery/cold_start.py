@@ -245,7 +245,7 @@ def history_prefix(project: str) -> str:
     return f"pricestream:cold_start:{project}:"
 
 
-def _parse_seen(raw: Any) -> datetime | None:
+def _parse_seen(raw: object) -> datetime | None:
     text = raw.decode() if isinstance(raw, bytes) else str(raw)
     return None if text == MATURE else datetime.fromisoformat(text)
 

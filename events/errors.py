@@ -10,8 +10,6 @@ Exception tree::
 
 from __future__ import annotations
 
-from typing import Any
-
 
 class EventsError(Exception):
     """Root of every error raised by :mod:`events`."""
@@ -26,7 +24,7 @@ class EventValidationError(EventsError, ValueError):
         expected: what the contract expects there.
     """
 
-    def __init__(self, field: str, value: Any, expected: str) -> None:
+    def __init__(self, field: str, value: object, expected: str) -> None:
         self.field = field
         self.value = value
         self.expected = expected

@@ -14,8 +14,6 @@ Every message names the field, the value and what was expected.
 
 from __future__ import annotations
 
-from typing import Any
-
 
 class FeedbackError(Exception):
     """Root of every error raised by :mod:`feedback`."""
@@ -29,7 +27,7 @@ class FeedbackConfigError(FeedbackError, ValueError):
         "field 'budget_per_period': got -1, expected a positive integer or None"
     """
 
-    def __init__(self, field: str, value: Any, expected: str) -> None:
+    def __init__(self, field: str, value: object, expected: str) -> None:
         self.field = field
         self.value = value
         self.expected = expected
@@ -65,7 +63,7 @@ class UnknownVersionError(RegistryError, KeyError):
         return f"version {self.version!r} is not registered; known versions: {sorted(self.known)}"
 
 
-def require(condition: bool, field: str, value: Any, expected: str) -> None:
+def require(condition: bool, field: str, value: object, expected: str) -> None:
     """Raise :class:`FeedbackConfigError` naming ``field`` unless ``condition`` holds.
 
     Example:

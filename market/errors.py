@@ -12,8 +12,6 @@ Exception tree::
 
 from __future__ import annotations
 
-from typing import Any
-
 from events.errors import EventsError
 
 
@@ -26,7 +24,7 @@ class SimulatorError(EventsError, ValueError):
         expected: what was expected instead.
     """
 
-    def __init__(self, field: str, value: Any, expected: str) -> None:
+    def __init__(self, field: str, value: object, expected: str) -> None:
         self.field = field
         self.value = value
         self.expected = expected

@@ -118,7 +118,7 @@ def city() -> MarketConfig:
 PRESETS = {"flat": MarketConfig, "resort": resort, "city": city}
 
 
-def preset(name: str, **overrides: Any) -> MarketConfig:
+def preset(name: str, **overrides: object) -> MarketConfig:
     """The market config called ``name``, with ``overrides`` (e.g. ``hotels=2, seed=3``) applied.
 
     Raises:

@@ -21,8 +21,6 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
-
 
 class PricingError(Exception):
     """Root of every error raised by :mod:`pricing`."""
@@ -38,7 +36,7 @@ class RuleSetError(PricingError, ValueError):
         expected: what the rule set expects there.
     """
 
-    def __init__(self, rule_id: str, field: str, value: Any, expected: str) -> None:
+    def __init__(self, rule_id: str, field: str, value: object, expected: str) -> None:
         self.rule_id = rule_id
         self.field = field
         self.value = value
@@ -59,7 +57,7 @@ class TrainingError(PricingError, ValueError):
         expected: what training needs.
     """
 
-    def __init__(self, field: str, value: Any, expected: str) -> None:
+    def __init__(self, field: str, value: object, expected: str) -> None:
         self.field = field
         self.value = value
         self.expected = expected
@@ -69,7 +67,7 @@ class TrainingError(PricingError, ValueError):
 class QuoteError(PricingError, ValueError):
     """A quote was requested with bounds that no price can satisfy."""
 
-    def __init__(self, field: str, value: Any, expected: str) -> None:
+    def __init__(self, field: str, value: object, expected: str) -> None:
         self.field = field
         self.value = value
         self.expected = expected

@@ -101,7 +101,7 @@ class BadRequest(PricingError, ValueError):
         super().__init__(self.errors[0].message if self.errors else code)
 
 
-def error_json(exc: BadRequest, **extra: Any) -> bytes:
+def error_json(exc: BadRequest, **extra: object) -> bytes:
     """The answer's body: ``{"error", "message", "errors": [{field, value, expected, message}]}``, strict JSON."""
     payload = {"error": exc.code, "message": str(exc), "errors": [e.as_json() for e in exc.errors], **extra}
     return json.dumps(_text_safe(payload), ensure_ascii=False, allow_nan=False).encode()
@@ -121,7 +121,7 @@ def _clip(text: str) -> str:
     return text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + "..."
 
 
-def safe_value(value: Any) -> Any:
+def safe_value(value: object) -> Any:
     """``value`` as something strict JSON can carry: finite numbers and short valid text as they are,
     anything else as a short string (``"NaN"``, ``'[1, 2]'``, ``"1e+20"``, ``"<integer of 5000 digits>"``).
 
@@ -158,7 +158,7 @@ def _big_int(value: int) -> str:
     return text if len(text.lstrip("-")) <= 40 else f"<integer of {len(text.lstrip('-'))} digits>"
 
 
-def _text_safe(value: Any, depth: int = 0) -> Any:
+def _text_safe(value: object, depth: int = 0) -> Any:
     """``value`` with every string (keys too) made valid Unicode; bounded depth."""
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
@@ -184,7 +184,7 @@ def _float(token: str) -> float | _NotJson:
 
 
 class _DuplicateKey(ValueError):
-    def __init__(self, key: str, value: Any) -> None:
+    def __init__(self, key: str, value: object) -> None:
         super().__init__(key)
         self.key, self.value = key, value
 
@@ -203,7 +203,7 @@ _NON_FINITE = "a finite JSON number (NaN, Infinity and -Infinity are not JSON)"
 _OVERFLOW = "a finite JSON number (this one overflows a 64-bit float)"
 
 
-def _body_error(value: Any, expected: str) -> BadRequest:
+def _body_error(value: object, expected: str) -> BadRequest:
     return BadRequest(422, "validation_error", [FieldError("<body>", safe_value(value), expected)])
 
 
@@ -267,7 +267,7 @@ def _may_hold_problems(text: str) -> bool:
     return text.count("[") + text.count("{") > MAX_DEPTH or _SUSPECT.search(text) is not None
 
 
-def _problems(value: Any) -> Iterator[FieldError]:
+def _problems(value: object) -> Iterator[FieldError]:
     """Lone surrogates, non-finite numbers and excess depth anywhere in ``value`` (iterative walk)."""
     stack: list[tuple[str, Any, int]] = [("", value, 0)]
     while stack:
@@ -364,7 +364,7 @@ def parse_body(
     return requests
 
 
-def _one(value: Any, prefix: str) -> PricingRequest:
+def _one(value: object, prefix: str) -> PricingRequest:
     if not isinstance(value, dict):
         raise BadRequest(422, "validation_error", [FieldError(prefix or "<body>", safe_value(value), "a JSON object")])
     kind = value.get("event_type", "pricing_request")

@@ -332,5 +332,5 @@ class Runtime(Generic[T]):
         self.metrics.up.labels(self.config.name).set(0 if any(v is not None for v in deps.values()) else 1)
         return deps
 
-    def _fields(self, **extra: Any) -> dict[str, Any]:
+    def _fields(self, **extra: object) -> dict[str, Any]:
         return {"service": self.config.name, **extra}

@@ -54,7 +54,7 @@ class RuntimeMetrics:
 
 
 class _Quiet(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's signature
         """No access log on stderr (the service logs JSON lines)."""
 
 

@@ -92,7 +92,7 @@ class Source:
     def subscribe(self) -> None:
         self._consumer.subscribe(list(self.topics), on_revoke=self._revoked)
 
-    def _revoked(self, consumer: Any, parts: list[TopicPartition]) -> None:
+    def _revoked(self, consumer: object, parts: list[TopicPartition]) -> None:
         if self._on_revoke is not None:
             self._on_revoke(parts)
         for tp in parts:
