@@ -8,11 +8,20 @@ So a query such as ``SELECT hotel_id, COUNT(*) FROM features_v1 WHERE "__time" >
 '2026-01-01 00:00:00' GROUP BY hotel_id`` runs unchanged on either engine, and both results
 come back with the same column dtypes (timestamps as UTC, integers as int64, reals as float64).
 
+The raw events the feature job accepted (:mod:`features.raw_events`) are the table ``events`` on
+DuckDB: one row per event with the contract's field names (``event_type``, ``event_time``,
+``hotel_id``, ``room_type``, ``stay_date``, ``price_shown``, ``price_paid``, ``rooms``, ``rate``,
+``competitor_id``, ``rooms_left``, ``capacity``, ``channel``, ``segment`` ...), so that "bookings and
+mean price paid per hotel" or "cancellations by lead time" are answered without Druid
+(:data:`TABLES` describes both tables).
+
 Example:
     >>> import tempfile
     >>> res = query("SELECT COUNT(*) AS n FROM features_v1", engine="duckdb", offline_root=tempfile.mkdtemp())
     >>> res.engine, int(res.frame["n"][0])
     ('duckdb', 0)
+    >>> query("SELECT COUNT(*) AS n FROM events", engine="duckdb", offline_root=tempfile.mkdtemp()).frame["n"][0]
+    np.int64(0)
 
 Exception tree (until :mod:`features` gets its own ``errors`` module)::
 
@@ -38,6 +47,7 @@ from pydruid.db import connect
 from pydruid.db import exceptions as druid_exc
 
 from events.catalog import VIEWS
+from features.raw_events import EVENTS, EVENTS_SCHEMA, SOURCE_KEYS, event_files
 
 Engine = Literal["druid", "duckdb"]
 
@@ -51,6 +61,16 @@ FEATURE_SCHEMA: Mapping[str, str] = {
     **dict.fromkeys(STORED_FEATURES, "DOUBLE"),
 }
 """Columns of the ``features_v1`` datasource besides ``__time``, with their SQL types."""
+
+TABLES: Mapping[str, str] = {
+    DATASOURCE: "one row per feature row the job wrote: __time (feature time, UTC), hotel_id, room_type, "
+                "stay_date, view, version and every stored feature (Druid and DuckDB)",
+    EVENTS: "one row per event the job accepted, with the contract's field names: event_id, event_type, "
+            "event_time, hotel_id, room_type, stay_date, channel, segment, nights, guests, rooms, price_shown, "
+            "price_paid, rate, competitor_id, rooms_left, capacity, booking_id; and the job's columns is_search, "
+            "is_view, n_booked, n_cancelled, lead_days (DuckDB over the offline store)",
+}
+"""The tables an analyst query can name, and what each holds (``pricestream query --help`` lists them)."""
 
 _ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 _MAX_ERROR_CHARS = 800  # Calcite lists every token it expected; the head says what went wrong
@@ -198,6 +218,7 @@ def offline_connection(offline_root: Path | str) -> duckdb.DuckDBPyConnection:
     """
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
+    _events_view(con, offline_root)
     files = sorted((Path(offline_root) / DATASOURCE).glob("date=*/*.parquet"))
     if not files:
         cols = ", ".join(f'CAST(NULL AS {t}) AS "{c}"' for c, t in FEATURE_SCHEMA.items())
@@ -213,6 +234,19 @@ def offline_connection(offline_root: Path | str) -> duckdb.DuckDBPyConnection:
     )
     con.execute(f'CREATE VIEW {DATASOURCE} AS SELECT {time_expr} AS "__time", {cols} FROM {source}')
     return con
+
+
+def _events_view(con: duckdb.DuckDBPyConnection, offline_root: Path | str) -> None:
+    """The view ``events``: the raw events, one row per accepted record (a redelivered copy counted once)."""
+    files = event_files(offline_root)
+    if not files:
+        con.register("__events_empty", EVENTS_SCHEMA.empty_table())
+        con.execute(f"CREATE VIEW {EVENTS} AS SELECT * FROM __events_empty")
+        return
+    source = f"read_parquet({[str(f) for f in files]!r}, hive_partitioning = false, union_by_name = true)"
+    keys = ", ".join(SOURCE_KEYS)
+    con.execute(f"CREATE VIEW {EVENTS} AS SELECT * EXCLUDE (__copy) FROM (SELECT *, row_number() OVER "
+                f"(PARTITION BY {keys}) AS __copy FROM {source}) WHERE __copy = 1")
 
 
 def normalise(frame: pd.DataFrame) -> pd.DataFrame:

@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from features.offline_writer import DATASET, MANIFESTS
+from features.raw_events import EVENTS
 
 DEFAULT_TARGET_BYTES = 64 << 20
 """64 MiB: tens of MB per file, the size analysts' engines (DuckDB, Druid) read well."""
@@ -51,8 +52,9 @@ class Compaction:
 
 
 def partitions(root: Path) -> list[Path]:
-    """Every date partition of both layouts under ``root``."""
-    return sorted([*(root / DATASET).glob("date=*"), *(root / "feast").glob("*/date=*")])
+    """Every date partition of both layouts and of the raw events under ``root`` (the history is one file a date)."""
+    layouts = [root / DATASET, *(root / "feast").glob("*"), root / EVENTS]
+    return sorted(p for layout in layouts for p in layout.glob("date=*"))
 
 
 def compact(root: Path | str, *, target_bytes: int = DEFAULT_TARGET_BYTES,

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pyarrow as pa
@@ -34,8 +35,12 @@ import pyarrow.parquet as pq
 
 from events.catalog import VIEW_SPECS
 from features.asof import asof_rows
+from features.config import FeaturesConfig
 from features.raw_events import event_dates, read_events
-from features.store import CREATED_FIELD, view_path
+from features.store import CREATED_FIELD, build_store, view_path
+
+if TYPE_CHECKING:
+    from feast import FeatureStore
 
 ASOF = "asof"
 """The history's offline root, under the offline store's."""
@@ -56,6 +61,22 @@ class Materialised:
 def asof_root(root: Path | str) -> Path:
     """The history's offline root (a Feast offline root: point a store's views here)."""
     return Path(root) / ASOF
+
+
+def has_history(root: Path | str) -> bool:
+    """Whether the offline store holds raw events (and so a history)."""
+    return bool(event_dates(root))
+
+
+def history_store(config: FeaturesConfig) -> FeatureStore:
+    """A Feast store whose views read the history (point-in-time joins over it), with a registry of its own.
+
+    Its online side is the deployment's Redis: only its offline sources differ from :func:`build_store`'s.
+    """
+    staged = config.model_copy(update={
+        "offline_root": asof_root(config.offline),
+        "registry_path": config.registry.with_name(f"{config.registry.stem}-history{config.registry.suffix}")})
+    return build_store(staged, apply=True)
 
 
 def _shift(day: str, days: int) -> str:

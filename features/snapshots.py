@@ -42,6 +42,7 @@ from features.validation import check_frame
 
 ROW_KEYS: tuple[str, ...] = (*STAY_KEYS, TIMESTAMP_FIELD)
 _ROW_ID = "__snapshot_row"
+_VIEW_ROW = "__view_row"
 _READ_ONLY = 0o444
 Progress = Callable[[str, int, int], None]
 """``on_progress(step, done, total)``: the library never prints; a CLI may draw a bar."""
@@ -199,10 +200,9 @@ def create_snapshot(
     entity_df = _entities(views, offline_root, as_of) if entities is None else _checked(entities, as_of)
     frame = entity_df.copy()
     for i, view in enumerate(views):
-        if any(_view_dir(view).glob("date=*/part-*.parquet")):  # an empty view stays null
-            refs = [f"{view.name}:{f.name}" for f in view.features]
-            joined = store.get_historical_features(entity_df=entity_df, features=refs).to_df()
-            frame = frame.merge(joined[[_ROW_ID, *[f.name for f in view.features]]], on=_ROW_ID, how="left")
+        present = _with_rows(view, entity_df)  # an entity without rows in the view stays null
+        if len(present):
+            frame = frame.merge(_join_view(store, view, present), on=_ROW_ID, how="left")
         if on_progress is not None:
             on_progress(view.name, i + 1, len(views))
     _add_derived(frame)
@@ -223,6 +223,37 @@ def _view_dir(view: FeatureView) -> Path:
         msg = f"feature view {view.name!r} has batch source {type(source).__name__}; expected a FileSource"
         raise SnapshotError(msg)
     return Path(source.path)
+
+
+def _join_view(store: FeatureStore, view: FeatureView, entity_df: pd.DataFrame) -> pd.DataFrame:
+    """``view``'s features as of each entity row, by row id.
+
+    Feast's dask join answers one of several entity rows with the same key and time and leaves the
+    others null (which one depends on partitioning): a hotel view's key is shared by every stay of
+    the hotel. So each (key, time) is asked once and the answer given to all its rows.
+    """
+    keys, names = list(view.join_keys), [f.name for f in view.features]
+    rows = entity_df[[_ROW_ID, *keys, TIMESTAMP_FIELD]]
+    unique = rows.drop_duplicates([*keys, TIMESTAMP_FIELD]).rename(columns={_ROW_ID: _VIEW_ROW})
+    link = rows.merge(unique, on=[*keys, TIMESTAMP_FIELD])[[_ROW_ID, _VIEW_ROW]]
+    refs = [f"{view.name}:{name}" for name in names]
+    joined = store.get_historical_features(entity_df=unique, features=refs).to_df()
+    return link.merge(joined[[_VIEW_ROW, *names]], on=_VIEW_ROW)[[_ROW_ID, *names]]
+
+
+def _with_rows(view: FeatureView, entity_df: pd.DataFrame) -> pd.DataFrame:
+    """The entity rows whose key has rows in ``view``: Feast's dask join fails on a key with none.
+
+    (Its created-timestamp column is then null for that entity, and dask cannot sort on it:
+    ``NotImplementedError: Divisions calculation failed for non-numeric column 'version_time'``.)
+    """
+    keys = list(view.join_keys)
+    files = sorted(_view_dir(view).glob("date=*/part-*.parquet"))
+    if not files:
+        return entity_df.iloc[0:0]
+    held = pd.concat([pq.read_table(p, columns=keys).to_pandas() for p in files]).drop_duplicates()
+    wanted = pd.MultiIndex.from_frame(entity_df[keys].astype(str))
+    return entity_df[wanted.isin(pd.MultiIndex.from_frame(held.astype(str)))]
 
 
 def _source_files(views: list[FeatureView]) -> tuple[list[str], Path]:

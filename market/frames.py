@@ -6,8 +6,15 @@ quotes an explored price (reference x lognormal, or a given policy), samples the
 outcome with the true booking probability, and attaches the features that the
 streaming aggregates would show for that key at that time.
 
-The features are an approximation of the Flink job's output (see
-``pipelines/job_specs.py``), not a replay of it:
+With ``features="stream"`` the features are those the deployed job would serve: the market's
+behaviour events are simulated from :data:`STREAM_LOOKBACK` before ``start`` to the end of the range
+(:func:`market.simulate`, seeded by ``seed``), and each offer reads every feature as of its time with
+the offline history's computation (:func:`features.replay.features_at`: the catalogue's windows as
+of the key's newest event, the views' TTLs). Slower (the events are simulated), but the models learn
+from the values they will see when serving.
+
+By default (``features="expected"``) the features are an approximation of the Flink job's output
+(see ``pipelines/job_specs.py``), not a replay of it:
 
 * window counts (1h, 24h, 7d, 14d) are Poisson draws of the integrated arrival
   rate over disjoint slices ending at the offer time (midpoint rule per slice),
@@ -44,7 +51,8 @@ Example:
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -70,6 +78,8 @@ _SLICES: tuple[tuple[float, float], ...] = (
     *((float(d), float(d + 1)) for d in range(1, 14)),
 )
 _POLICY_PRICE_NOISE = 0.05  # spread of a policy's past prices around today's quote
+STREAM_LOOKBACK = timedelta(days=15)
+"""Events simulated before the first offer with ``features="stream"``: the longest window (14 days) and its tile."""
 
 
 def training_frame(
@@ -81,6 +91,7 @@ def training_frame(
     start: datetime | None = None,
     days: int = 60,
     price_sigma: float = 0.3,
+    features: Literal["expected", "stream"] = "expected",
 ) -> pd.DataFrame:
     """``n`` offers with streaming-like features, the quoted price, the sampled outcome and the truth.
 
@@ -92,12 +103,16 @@ def training_frame(
         start: offers fall in ``[start, start + days)``; default ``market.config.start``.
         days: width of the time range.
         price_sigma: exploration spread of the default prices (log scale).
+        features: ``stream``: read from simulated events as the job serves them; ``expected``: drawn
+            from the market's expected rates (see the module docstring).
 
     Returns:
         Columns :data:`FRAME_COLUMNS`: features (NaN where the stream would
         have none), request features, ``base_rate`` (the room's reference price),
         ``booked`` (0/1), the keys and ``true_prob``.
     """
+    if features not in ("expected", "stream"):
+        raise SimulatorError(field="features", value=features, expected="'expected' or 'stream'")
     if n < 1 or days < 1 or not price_sigma >= 0:
         raise SimulatorError(
             field="n/days/price_sigma", value=(n, days, price_sigma), expected="n>=1, days>=1, sigma>=0"
@@ -117,9 +132,12 @@ def training_frame(
         ]
     )
     booked = (rng.random(n) < truth).astype(np.int64)
-    features = _features(market, offers, rng, prices if policy is not None else None, price_sigma)
     hotel_ids, rooms = market.config.hotel_ids, market.config.room_types
-    data: dict[str, object] = {name: features[name] for name in ALL_FEATURES}
+    if features == "stream":
+        values = _stream_features(market, offers, seed=seed, start=begin, days=days)
+    else:
+        values = _features(market, offers, rng, prices if policy is not None else None, price_sigma)
+    data: dict[str, object] = {name: values[name] for name in ALL_FEATURES}
     data["price"] = prices
     data["lead_time_days"] = offers.lead_days.astype(float)
     data["nights"] = offers.nights.astype(float)
@@ -133,6 +151,23 @@ def training_frame(
     data["event_time"] = pd.to_datetime(np.round(offers.ts * 1000).astype(np.int64), unit="ms", utc=True)
     data["true_prob"] = truth
     return pd.DataFrame(data, columns=list(FRAME_COLUMNS))
+
+
+def _stream_features(market: Market, offers: SampledOffers, *, seed: int, start: datetime,
+                     days: int) -> dict[str, np.ndarray]:
+    """Every catalogue feature per offer, read from simulated events as the job serves them."""
+    from features.replay import events_frame, features_at
+    from market.generator import simulate
+
+    stream = simulate(market, start=start - STREAM_LOOKBACK, duration=STREAM_LOOKBACK + timedelta(days=days),
+                      rng_seed=seed)
+    cfg = market.config
+    points = pd.DataFrame({
+        "hotel_id": [cfg.hotel_ids[h] for h in offers.h], "room_type": [cfg.room_types[r] for r in offers.r],
+        "stay_date": [d.isoformat() for d in offers.stay_dates],
+        "event_time": pd.to_datetime(np.round(offers.ts * 1000).astype(np.int64), unit="ms", utc=True)})
+    read = features_at(events_frame(stream), points)
+    return {name: read[name].to_numpy(dtype=float) for name in ALL_FEATURES}
 
 
 def _prices(

@@ -144,14 +144,19 @@ def stop_with_savepoint(result: StreamJob, config: FeatureJobConfig) -> str:
 def resume_point(config: FeatureJobConfig, *, savepoint: Path | None = None, fresh: bool = False) -> Path | None:
     """Where a run restores from: ``savepoint`` if given, nothing if ``fresh``, else the latest retained checkpoint.
 
+    The checkpoints are the deployment's and job's own (:attr:`FeatureJobConfig.checkpoints`); a path
+    given that holds another job's (``job.json``) is refused when the job starts (:func:`check_restore`).
+
     A restart then keeps its window state and its source offsets (a restart from the group's
     offsets with empty state served wrong counts, issue 13).
     """
     if savepoint is not None:
         return savepoint
-    if fresh or config.checkpoints is None:
+    if fresh or config.checkpoints is None or config.checkpoint_dir is None:
         return None
-    return latest_checkpoint(config.checkpoints)
+    # before checkpoints were per prefix and job they sat in checkpoint_dir itself: a deployment that
+    # upgrades resumes from them once (its next checkpoints are in its own directory)
+    return latest_checkpoint(config.checkpoints) or latest_checkpoint(config.checkpoint_dir)
 
 
 def run_until_stopped(config: FeatureJobConfig, stop: threading.Event, *, poll_s: float = 0.5) -> str | None:

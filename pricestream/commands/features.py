@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pricestream.commands.common import err, iso, kv_table, new_app, out, settings, stoppable
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 app = new_app("The feature store: Feast definitions, online and offline writers, freshness.")
 
@@ -97,9 +101,102 @@ def write_offline(max_idle: _MaxIdle = None) -> None:
     with stoppable() as stop, err.status(f"offline writer: {config.kafka.topic(config.topic)} -> {config.offline}"):
         stats = offline_writer.run(config, max_idle_s=max_idle, stop_event=stop)
     out.print(
-        f"offline writer: polled {stats.polled}, written {stats.written} in {stats.flushes} flushes, "
+        f"offline writer: polled {stats.polled}, written {stats.written} rows and {stats.events} events in "
+        f"{stats.flushes} flushes, "
         f"dead-lettered {stats.dead_lettered}; store {config.offline}"
     )
+
+
+@app.command("history")
+def features_history(
+    since: Annotated[str | None, typer.Option(envvar="PRICESTREAM_HISTORY_SINCE",
+                                              help="ISO date: rewrite from this date on (default: every date)")] = None,
+) -> None:
+    """Rewrite the point-in-time history (as-of rows of every view) from the offline store's raw events.
+
+    The offline writer keeps it current after each flush; this rebuilds it, e.g. after a compaction
+    or a change of the windows.
+    """
+    from datetime import date
+
+    from rich.progress import Progress
+
+    from features.history import asof_root, materialise
+    from pricestream.commands.common import fail
+
+    if since is not None:
+        try:
+            date.fromisoformat(since)
+        except ValueError:
+            fail(f"--since: got {since!r}, expected an ISO date YYYY-MM-DD")
+    root = settings().offline()
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task(f"history of {root}", total=None)
+        done = materialise(root, since=since, progress=lambda n, total: bar.update(task, completed=n, total=total))
+    out.print(f"history: {done.rows:,} as-of rows of {done.dates} date(s) in {done.files} file(s) under "
+              f"{asof_root(root)}")
+
+
+@app.command("skew")
+def features_skew(
+    snapshot: Annotated[str, typer.Option("--snapshot", envvar="PRICESTREAM_SKEW_SNAPSHOT",
+                                          help="the training frame: a snapshot id")],
+    served: Annotated[str | None, typer.Option(
+        "--served", envvar="PRICESTREAM_SKEW_SERVED",
+        help="the served features: a snapshot id, or a .parquet/.csv of features; default: the values "
+             "served before each view event in the offline store (its raw events and their history)")] = None,
+) -> None:
+    """PSI per feature between a training frame and the features served (training/serving skew).
+
+    Ten reference-quantile bins per feature, as the drift monitor bins them; a feature with fewer
+    than 30 values on either side is left out. PSI above 0.1 is a shift worth a look, above 0.2 a
+    material one; the noise limit (``limit``) is what two samples of one distribution reach at these sizes.
+    """
+    import pandas as pd
+
+    from events.catalog import ALL_FEATURES
+    from features.snapshots import load_snapshot
+    from feedback.monitors.drift import MIN_SAMPLES, DriftMonitor
+    from pricestream.commands.common import fail, table
+
+    s = settings()
+    reference = load_snapshot(s.snapshots(), snapshot)
+    if served is None:
+        frame = _served_before_views(s.offline())
+    elif Path(served).suffix in (".parquet", ".csv"):
+        path = Path(served)
+        if not path.is_file():
+            fail(f"--served: file {served!r} does not exist")
+        frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    else:
+        frame = load_snapshot(s.snapshots(), served)
+    names = tuple(n for n in ALL_FEATURES if n in frame and reference[n].notna().sum() >= MIN_SAMPLES
+                  and frame[n].notna().sum() >= MIN_SAMPLES)
+    if not names:
+        fail(f"skew: no feature has {MIN_SAMPLES} values in both the snapshot and the served features")
+    report = DriftMonitor(reference, features=names).check(frame)
+    rows = [(f.feature, f"{f.psi:.3f}", f"{f.psi_limit:.3f}", f"{f.wasserstein:.3f}", f.n) for f in report]
+    out.print(table(("feature", "psi", "limit", "wasserstein/std", "served values"), rows,
+                    title=f"skew: snapshot {snapshot} ({len(reference):,} rows) vs served ({len(frame):,} rows)"))
+    worst = max(report, key=lambda f: f.psi)
+    out.print(f"max psi {worst.psi:.3f} ({worst.feature}); features above 0.1: "
+              f"{[f.feature for f in report if f.psi > 0.1] or 'none'}")
+
+
+def _served_before_views(offline: Path) -> pd.DataFrame:
+    """The features as of 1 ms before each view event of the offline store: what the pricing read saw."""
+    import pandas as pd
+
+    from features.raw_events import read_events
+    from features.replay import POINT_COLUMNS, features_at
+    from pricestream.commands.common import fail
+
+    events = read_events(offline)
+    views = events[events["event_type"] == "view"]
+    if views.empty:
+        fail(f"skew: the offline store {offline} holds no view events; give --served")
+    points = views[list(POINT_COLUMNS)].assign(event_time=views["event_time"] - pd.Timedelta(milliseconds=1))
+    return features_at(events, points)
 
 
 @app.command("compact")

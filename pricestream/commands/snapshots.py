@@ -1,8 +1,10 @@
 """``pricestream snapshot ...``: versioned, point-in-time-correct training snapshots.
 
-``create`` joins through Feast over the offline store (the default), or, with ``--source druid``,
-over feature rows rebuilt from Druid (:func:`features.backfill.backfill`) and staged in a
-private offline store, so the same point-in-time join and the same freezing apply.
+``create`` joins through Feast over the offline store's point-in-time history (``--source history``,
+the default when the store holds raw events: window values as of every event time, computed from
+the events, :mod:`features.history`), over the job's rows as they were written (``--source feast``),
+or, with ``--source druid``, over feature rows rebuilt from Druid (:func:`features.backfill.backfill`)
+and staged in a private offline store, so the same point-in-time join and the same freezing apply.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ app = new_app("Versioned training snapshots (point-in-time joins through Feast).
 
 DRUID_LOOKBACK = timedelta(days=31)
 """How far before ``--as-of`` a Druid backfill reaches: the longest feature-view TTL (inventory, 30 days) plus a day."""
-_SOURCES = ("feast", "druid")
+_SOURCES = ("auto", "history", "feast", "druid")
 
 
 @app.command("create")
@@ -37,7 +39,10 @@ def create(
         typer.Option(
             envvar="PRICESTREAM_ENTITIES", help="csv/parquet: hotel_id, room_type, stay_date, event_timestamp"),
     ] = None,
-    source: Annotated[str, typer.Option(envvar="PRICESTREAM_SNAPSHOT_SOURCE", help="feast or druid")] = "feast",
+    source: Annotated[str, typer.Option(
+        envvar="PRICESTREAM_SNAPSHOT_SOURCE",
+        help="history (as-of values from the raw events), feast (the job's rows), druid, or auto: history when "
+             "the offline store holds raw events, else feast")] = "auto",
     since: Annotated[
         str | None, typer.Option(envvar="PRICESTREAM_SINCE", help="druid: first feature time (default as-of - 31d)")
     ] = None,
@@ -60,26 +65,93 @@ def create(
             start = parse_time(since, option="--since") if since else when - DRUID_LOOKBACK
             manifest = _from_druid(when, start, entity_frame, on_progress=on_progress)
         else:
+            from features.history import has_history, history_store
             from features.store import build_store
 
-            store = build_store(s.features(), apply=True)
+            if source == "history" and not has_history(s.offline()):
+                fail(f"--source history: the offline store {s.offline()} holds no raw events; run the feature job "
+                     "and the offline writer (or `pricestream features history` after a backfill), or use feast")
+            history = source == "history" or (source == "auto" and has_history(s.offline()))
+            store = history_store(s.features()) if history else build_store(s.features(), apply=True)
+            err.print(f"joining over the {'point-in-time history' if history else 'rows of the job'}")
             manifest = create_snapshot(
                 store, as_of=when, entities=entity_frame, root=s.snapshots(), on_progress=on_progress
             )
     out.print(f"snapshot {manifest.id}: {manifest.row_count} rows as of {manifest.as_of} ({s.snapshots()})")
 
 
+_ENTITY_COLUMNS = ("hotel_id", "room_type", "stay_date", "event_timestamp")
+
+
 def read_entities(path: Path) -> pd.DataFrame:
-    """The entity rows of ``--entities`` (csv or parquet); keys as strings."""
+    """The entity rows of ``--entities`` (csv or parquet): keys as strings, ``stay_date`` ``YYYY-MM-DD``,
+    ``event_timestamp`` aware UTC; what pandas writes is read (its index column, mixed sub-second precision).
+
+    Raises:
+        CliInputError: a missing column or value, or a time or date that is not ISO-8601 (names row and value).
+    """
     if not path.exists():
         fail(f"--entities: file {str(path)!r} does not exist")
     if path.suffix not in (".csv", ".parquet"):
         fail(f"--entities: got {str(path)!r}, expected a .csv or .parquet file")
-    frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path, dtype=str)
-    missing = [c for c in ("hotel_id", "room_type", "stay_date", "event_timestamp") if c not in frame.columns]
+    if path.suffix == ".parquet":
+        frame = pd.read_parquet(path)
+    else:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        if len(frame.columns) and str(frame.columns[0]).startswith("Unnamed: 0"):
+            frame = frame.drop(columns=frame.columns[0])  # the index column of DataFrame.to_csv
+    missing = [c for c in _ENTITY_COLUMNS if c not in frame.columns]
     if missing:
         fail(f"--entities {path}: missing columns {missing}; expected hotel_id, room_type, stay_date, event_timestamp")
-    return frame
+    first = 2 if path.suffix == ".csv" else 0  # a CSV's first row is its line 2
+    where = "line" if path.suffix == ".csv" else "row"
+    out = frame.copy()
+    for column in ("hotel_id", "room_type"):
+        out[column] = [_text(v, path, where, first + i, column) for i, v in enumerate(frame[column])]
+    out["stay_date"] = [_stay_date(v, path, where, first + i) for i, v in enumerate(frame["stay_date"])]
+    out["event_timestamp"] = pd.to_datetime(
+        [_timestamp(v, path, where, first + i) for i, v in enumerate(frame["event_timestamp"])], utc=True)
+    return out
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and value != value) or value is pd.NaT or str(value) == ""
+
+
+def _text(value: object, path: Path, where: str, n: int, column: str) -> str:
+    if _missing(value):
+        fail(f"--entities {path}: {where} {n}: {column} is empty, expected a value")
+    return str(value)
+
+
+def _stay_date(value: object, path: Path, where: str, n: int) -> str:
+    """``YYYY-MM-DD`` of a date, or of a midnight date-time (pandas writes a datetime64 date that way)."""
+    from datetime import date
+
+    text = _text(value, path, where, n, "stay_date")
+    head, _, rest = text.partition(" ")
+    try:
+        day = date.fromisoformat(head[:10] if "T" in head else head)
+    except ValueError:
+        day = None
+    if day is None or rest.strip() not in ("", "00:00:00") or ("T" in head and not head.endswith("T00:00:00")):
+        fail(f"--entities {path}: {where} {n}: stay_date {text!r}, expected a date YYYY-MM-DD")
+    return str(day)
+
+
+def _timestamp(value: object, path: Path, where: str, n: int) -> datetime:
+    """An aware time from ISO-8601 text (any sub-second precision, ``Z`` or an offset) or an aware timestamp."""
+    if isinstance(value, datetime):
+        parsed: datetime | None = value
+    else:
+        try:
+            parsed = datetime.fromisoformat(_text(value, path, where, n, "event_timestamp").strip())
+        except ValueError:
+            parsed = None
+    if parsed is None or parsed.tzinfo is None:
+        fail(f"--entities {path}: {where} {n}: event_timestamp {str(value)!r}, expected an ISO-8601 time with a "
+             "timezone, e.g. 2026-11-30T12:00:00Z (pandas: Series.dt.tz_localize('UTC') before to_csv)")
+    return parsed
 
 
 def rows_from_backfill(frame: pd.DataFrame) -> list[FeatureRow]:

@@ -119,7 +119,7 @@ def test_kill_and_plain_restart_serve_the_values_of_an_uninterrupted_run(stack: 
                                                    for i in range(0, len(second), 50)])
         trickle.start()
         deadline = time.monotonic() + 120
-        checkpoints = tmp_path / "flink" / "feature-job-checkpoints"
+        checkpoints = tmp_path / "flink" / "feature-job-checkpoints" / f"{kafka.topic_prefix}features"
         while time.monotonic() < deadline and latest_checkpoint(checkpoints) is None:
             time.sleep(0.2)
         time.sleep(1)

@@ -70,7 +70,7 @@ def test_rescale_one_two_one_serves_the_values_of_an_uninterrupted_run(stack: St
         _step(env, log, kafka, parallelism, published)
     text = log.read_text()
     assert text.count("stopped with a savepoint at") == 3 and text.count("restoring from") >= 2, text[-3000:]
-    newest = latest_checkpoint(tmp_path / "flink" / "feature-job-checkpoints")
+    newest = latest_checkpoint(tmp_path / "flink" / "feature-job-checkpoints" / f"{kafka.topic_prefix}features")
     assert newest is not None and newest.parent.name == "savepoints"
     assert reflected_events(kafka) == N_EVENTS  # 0 lost
 
