@@ -346,11 +346,15 @@ def http_app(path: ServingPath, service: ServiceConfig | None = None) -> FastAPI
     to a caller is audited (fsynced) and acknowledged by Kafka before the process exits.
     ``service`` (``Settings.http_service``) adds keys, rate limits and the ops-port split.
     """
+    from pricing.groups import GroupQuoter
     from serving.http import ServiceConfig, create_app, feature_probe
 
     max_body, max_batch = path.http_limits
-    api = create_app(path.scorer, service or ServiceConfig(max_body_bytes=max_body, max_batch=max_batch),
-                     probes={"redis": feature_probe(path.scorer.arms.incumbent.feature_source)})
+    config = service or ServiceConfig(max_body_bytes=max_body, max_batch=max_batch)
+    incumbent = path.scorer.arms.incumbent
+    api = create_app(path.scorer, config, probes={"redis": feature_probe(incumbent.feature_source)},
+                     groups=GroupQuoter(incumbent, margin=config.group_margin),
+                     group_audit=None if path.audit is None else path.audit.append_entry)
     inner = api.router.lifespan_context
 
     @asynccontextmanager

@@ -106,6 +106,10 @@ class Settings(BaseSettings):
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8000, gt=0, lt=65536)
     deadline_ms: float = 50.0
+    group_margin: float = Field(default=0.1, ge=0.0, le=10.0)
+    """``/v1/quote:group``: the recommended rate above the displacement minimum (``PRICESTREAM_GROUP_MARGIN``)."""
+    group_horizon_days: int = Field(default=450, ge=1, le=3650)
+    """``/v1/quote:group``: the furthest night a group may ask for, in days (``PRICESTREAM_GROUP_HORIZON_DAYS``)."""
     http_body_timeout_s: float = Field(default=10.0, gt=0, le=3600)
     """A request body not received whole within this many seconds gets a 408 (``PRICESTREAM_HTTP_BODY_TIMEOUT_S``)."""
     price_decimals: int = Field(default=2, ge=0, le=4)
@@ -440,7 +444,8 @@ class Settings(BaseSettings):
                              rate_limit=self.http_rate_limit if secure else None,
                              ops_routes=self.http_ops_port is None,
                              tls_cert=self.http_tls_cert, tls_key=self.http_tls_key,
-                             body_timeout_s=self.http_body_timeout_s)
+                             body_timeout_s=self.http_body_timeout_s, group_margin=self.group_margin,
+                             group_horizon_days=self.group_horizon_days)
 
     def audit_topic_anchors(self) -> bool:
         """Whether audit anchors go to (and are verified against) the ``audit.heads`` topic."""

@@ -64,10 +64,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from events.models import PricingDecision
 from events.redact import redact, redact_exception
 from pricing.errors import FeatureStoreUnavailable
+from pricing.groups import GroupQuoter
 from pricing.metrics import ScorerMetrics
 from pricing.pricer import Pricer
 from serving.auth import KeyRing, RateLimiter, SecurityGate, refused_counter
 from serving.body import BadRequest, FieldError, error_json, from_validation_errors, parse_body
+from serving.groups import GroupAudit, add_group_route
 from serving.openapi import ERROR_RESPONSES, HEALTH_RESPONSES, METRICS_RESPONSES, Health, documented_openapi
 from serving.openapi import request_body as spec_request_body
 
@@ -104,6 +106,8 @@ class ServiceConfig(BaseModel):
         ops_routes: serve ``/healthz`` and ``/metrics`` here (False: they live on :func:`create_ops_app`).
         tls_cert: PEM certificate of the pricing port; with ``tls_key`` the server speaks HTTPS only.
         tls_key: its unencrypted PEM private key.
+        group_margin: ``/v1/quote:group``'s recommended rate above the displacement minimum (0.1: +10%).
+        group_horizon_days: the furthest night a group may ask for, in days from today.
         body_timeout_s: a body not received whole within this many seconds gets a 408 and the
             connection is closed: a slow client cannot hold a worker and a connection open forever.
 
@@ -124,6 +128,8 @@ class ServiceConfig(BaseModel):
     tls_cert: Path | None = None
     tls_key: Path | None = None
     body_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    group_margin: float = Field(default=0.1, ge=0.0, le=10.0)
+    group_horizon_days: int = Field(default=450, ge=1, le=3650)
 
     @model_validator(mode="after")
     def _tls_pair(self) -> ServiceConfig:
@@ -333,6 +339,8 @@ def create_app(
     config: ServiceConfig | None = None,
     *,
     probes: Mapping[str, Probe] | None = None,
+    groups: GroupQuoter | None = None,
+    group_audit: GroupAudit | None = None,
 ) -> FastAPI:
     """Build the pricing API around ``scorer``.
 
@@ -340,6 +348,8 @@ def create_app(
         scorer: the routed scorer (or anything with its surface: a rollout).
         config: the service settings (:class:`ServiceConfig` defaults when ``None``).
         probes: ``/healthz`` checks by name (:func:`default_probes` of ``scorer`` when ``None``).
+        groups: serves ``POST /v1/quote:group`` with it (:mod:`serving.groups`); ``None``: not served.
+        group_audit: writes each group quote to the audit log.
     """
     config = config or ServiceConfig()
     checks = default_probes(scorer) if probes is None else dict(probes)
@@ -383,6 +393,8 @@ def create_app(
         raw = b"[" + b",".join(d.__pydantic_serializer__.to_json(d) for d in decisions) + b"]"
         return Response(raw, media_type="application/json")
 
+    if groups is not None:
+        add_group_route(app, groups, audit=group_audit, horizon_days=config.group_horizon_days)
     if config.ops_routes:
         _add_ops_routes(app, scorer, checks)
     keys = KeyRing(config.keys_file) if config.keys_file is not None else None
