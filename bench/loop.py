@@ -99,7 +99,7 @@ class Loop:
         rows, self.rows = self.rows, []
         for updater in self.updaters:
             out = updater.update(rows)
-            self.log[f"week {self.week}"].append(f"{updater.tier} {out.stage}: {out.reason[:90]}")
+            self.log[f"week {self.week + 1}"].append(f"{updater.tier} {out.stage}: {out.reason[:160]}")
         light, heavy = (self.registry.current(t) for t in ("light", "heavy"))
         if light is not None and heavy is not None:
             new_light, new_heavy = pricers((light.path, heavy.path), capacity=self.capacity, stays=self.source)
@@ -171,9 +171,8 @@ def bench_scenario(name: str, sc: Scenario, args: argparse.Namespace, seed: int,
             say(f"{name} {sc.name} seed {seed} {policy_name:9s} done ({time.perf_counter() - t1:.0f}s)")
             if loop is not None:
                 for week, lines in loop.log.items():
-                    kinds = [line.split(":")[0] for line in lines]
-                    say(f"{name} {sc.name} seed {seed} loop {week}: " + ", ".join(
-                        f"{k} x{kinds.count(k)}" for k in sorted(set(kinds))))
+                    for line in lines:
+                        say(f"{name} {sc.name} seed {seed} loop {week}: {line}")
     return out
 
 

@@ -6,24 +6,19 @@
   on the new (importance-weighted) examples (``init_model``);
 * **retrain**: fresh members fitted on the snapshot plus the new examples.
 
-Both, and the current model, are scored by log-loss on a validation set held
-out from the *newest* rows by event time, never trained on. By default
-(``holdout_from="new"``) that holdout is the newest ``validation_fraction`` of the
-new labels, time-ordered: outcomes that no model has seen. It never holds a row of
-the snapshot (the live model's training frame; a new row whose ``decision_id`` the
-snapshot has is dropped as a duplicate): a holdout cut from the snapshot's newest
-rows judges the live model on rows it was fitted on, and favours it (resort from
-1 November, weekly updates: 15 of 16 rejected). New labels are the untrusted part,
-so the caller runs the poisoning guard (:mod:`feedback.poisoning`) on them first,
-as the trainer service does. ``holdout_from="snapshot"`` (the snapshot's newest rows)
-and ``"all"`` (the newest rows of both) remain for a caller without that guard.
-The best candidate replaces the current model only if its log-loss is at most
-``tolerance`` above the current one; otherwise the result says why it was rejected.
-
-Recency: with ``recency_half_life_days``, every training row's weight is multiplied by
-``0.5 ** (age / half_life)``, its age measured from the newest training row, so a
-season or a shock in the new labels can move a model fitted on months of older rows
-(``None``: every row counts as its importance weight says).
+Both, and the current model, are scored by log-loss on a holdout never trained on. By
+default (``holdout_from="new"``) it is the newest ``validation_fraction`` of the new labels by
+event time, never a row of the snapshot (the live model's training frame; a new row whose
+``decision_id`` the snapshot has is dropped): judged on the snapshot's newest rows, the live
+model is scored on rows it was fitted on and wins (resort from 1 November, weekly: 15 of 16
+refused). New labels are the untrusted part, so the poisoning guard (:mod:`feedback.poisoning`)
+runs on them first, as in the trainer service; ``"snapshot"`` and ``"all"`` remain for a caller
+without it. The best candidate is kept unless its held-out log-loss exceeds the current one's
+by ``tolerance`` plus ``z_worse`` standard errors of the paired per-row gap (a holdout of fresh
+labels is small: judged by its mean alone, an equal candidate is refused half the time).
+With ``recency_half_life_days`` every training row's weight is multiplied by
+``0.5 ** (age / half_life)``, its age counted from the newest row, so a new season can move a
+model fitted on months of older rows.
 
 Models are native boosters (one, or several members averaged, like a heavy
 bundle), or a bundle directory with ``meta.json`` listing ``boosters`` and
@@ -79,6 +74,8 @@ class GuardConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tolerance: float = Field(default=0.002, ge=0.0, description="allowed log-loss increase vs current")
+    z_worse: float = Field(default=1.645, ge=0.0, description="a candidate is refused when its held-out log-loss "
+                           "is above current + tolerance by more than this many standard errors of the paired gap")
     continued_rounds: int = Field(default=20, ge=1)
     retrain_rounds: int = Field(default=50, ge=1)
     num_leaves: int = Field(default=15, ge=2)
@@ -125,6 +122,26 @@ def log_loss(y: np.ndarray, p: np.ndarray, weight: np.ndarray | None = None) -> 
     return float(np.average(losses, weights=weight))
 
 
+def row_losses(y: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Per-row binary log-loss with clipped probabilities."""
+    p = np.clip(p, _EPS, 1 - _EPS)
+    return -(y * np.log(p) + (1 - y) * np.log(1 - p))
+
+
+def paired_gap(differences: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
+    """Weighted mean of per-row loss differences and its standard error (Kish's effective size).
+
+    Example:
+        >>> gap, se = paired_gap(np.array([0.1, -0.1, 0.2, 0.0]), np.ones(4))
+        >>> round(gap, 3), round(se, 3)
+        (0.05, 0.065)
+    """
+    mean = float(np.average(differences, weights=weight))
+    n_eff = float(weight.sum() ** 2 / np.sum(weight**2))
+    var = float(np.average((differences - mean) ** 2, weights=weight)) * n_eff / max(n_eff - 1.0, 1.0)
+    return mean, float(np.sqrt(var / n_eff))
+
+
 def predict(members: Sequence[lgb.Booster], x: np.ndarray) -> np.ndarray:
     """Booking probability: the mean over members."""
     return np.mean([np.asarray(m.predict(x), dtype=float) for m in members], axis=0)
@@ -167,20 +184,25 @@ def guarded_update(
         else:
             fitted, bundle = _external(trainer, kind, frame, cols)
             candidates[kind] = (fitted, frame, bundle)
+    current_losses = row_losses(y_val, predict(members, x_val))
+    gaps: dict[str, tuple[float, float]] = {}
     for name, (cand, _, _) in candidates.items():
         scores[name] = log_loss(y_val, predict(cand, x_val), w_val)
+        gaps[name] = paired_gap(row_losses(y_val, predict(cand, x_val)) - current_losses, w_val)
     metrics = {f"logloss_{k}": v for k, v in scores.items()}
     metrics.update(n_validation=float(len(val)), n_new=float(len(new_train)), n_snapshot_train=float(len(snap_train)))
     best = min(candidates, key=lambda k: scores[k])
-    limit = scores["current"] + cfg.tolerance
-    if scores[best] > limit:
+    gap, se = gaps[best]
+    metrics.update(logloss_gap=gap, logloss_gap_se=se)
+    evidence = f"gap {gap:+.4f} +- {se:.4f} on {len(val)} held-out labels"
+    if gap - cfg.z_worse * se > cfg.tolerance:
         reason = (
-            f"rejected: best candidate {best!r} log-loss {scores[best]:.4f} > current {scores['current']:.4f}"
-            f" + tolerance {cfg.tolerance}"
+            f"rejected: best candidate {best!r} log-loss {scores[best]:.4f} vs current {scores['current']:.4f}"
+            f" ({evidence}): worse than tolerance {cfg.tolerance} by more than {cfg.z_worse} standard errors"
         )
         return UpdateResult(False, None, list(members), cols, metrics, reason, validation=val)
     chosen: CandidateKind = "continued" if best == "continued" else "retrain"
-    reason = f"accepted {best!r}: log-loss {scores[best]:.4f} vs current {scores['current']:.4f}"
+    reason = f"accepted {best!r}: log-loss {scores[best]:.4f} vs current {scores['current']:.4f} ({evidence})"
     fitted, frame, bundle = candidates[best]
     result = UpdateResult(True, chosen, fitted, cols, metrics, reason, frame, bundle, val)
     if on_accept is not None:

@@ -14,10 +14,23 @@ not trained on) only when two independent signals agree:
 
 3. **feature shift** (alone enough): some numeric column's weighted mean moved more than
    ``max_feature_shift`` reference standard deviations from the accepted history (or, before
-   any history, from a reference frame such as the training snapshot, :meth:`PoisonGuard.seed_features`).
+   any history, from a reference frame such as the training snapshot, :meth:`PoisonGuard.seed_features`),
+   *and* from the previous batch's. Injected rows come as a batch unlike the one before it; a
+   market (or a live feature stream unlike the snapshot's) that moved stays moved, and the second
+   batch that looks like the first is drift: judged by the label signals, and learnt into the
+   history when accepted. Without that, a trainer whose snapshot's features differ from the live
+   stream's quarantines every batch, and never learns (seen in ``bench/loop.py``: 7 sds on
+   ``searches_1h`` between the simulator's training frame and the stream's features).
    A standardised mean difference, not a z-score, so the bound does not tighten with batch size:
    an honest day moves a feature's mean by a fraction of its spread; injected rows from
    another distribution move it by several.
+
+4. **price response** (alone enough): above the batch's median price, labels book more than the
+   current model expects, by more than ``min_price_gap`` log-odds beyond the rows below it, at a
+   z-score above ``k_price``. Labels that reward higher prices teach a model
+   to raise them: the attack a label-rate or loss check can miss (the rate stays plausible when
+   the bookings are only moved from cheap offers to dear ones). An honest change of demand moves
+   the residuals of both halves the same way; it does not turn the price response around.
 
 Requiring both label signals keeps an honest regime change (labels move, the model was
 already wrong the same way before; or the model degrades while labels look
@@ -77,6 +90,9 @@ class PoisonConfig(BaseModel):
     max_feature_shift: float = Field(default=2.0, gt=0.0, description="bound on a feature's mean shift, in sds")
     min_feature_rows: float = Field(default=100.0, gt=0.0, description="reference rows before the shift counts")
     ignore_columns: tuple[str, ...] = ("event_time", "decision_id", "stay_date")
+    price_column: str = "price"
+    k_price: float = Field(default=4.0, gt=0.0, description="z-score of the price-response gap that quarantines")
+    min_price_gap: float = Field(default=1.0, gt=0.0, description="material price-response gap, in log-odds")
 
 
 @dataclass(frozen=True)
@@ -105,6 +121,7 @@ class PoisonGuard:
         self._n_accepted = 0
         self._n_quarantined = 0
         self._features: dict[str, list[float]] = {}  # column -> [weight sum, weighted mean, weighted M2]
+        self._previous: dict[str, float] = {}  # column -> weighted mean of the last batch checked
 
     @property
     def n_accepted(self) -> int:
@@ -122,6 +139,7 @@ class PoisonGuard:
             "n_accepted": self._n_accepted,
             "n_quarantined": self._n_quarantined,
             "features": {k: list(v) for k, v in self._feature_refs().items()},
+            "previous": dict(getattr(self, "_previous", {})),
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -131,6 +149,7 @@ class PoisonGuard:
         self._n_accepted = int(state["n_accepted"])
         self._n_quarantined = int(state["n_quarantined"])
         self._features = {str(k): [float(x) for x in v] for k, v in state.get("features", {}).items()}
+        self._previous = {str(k): float(v) for k, v in state.get("previous", {}).items()}
 
     def _feature_refs(self) -> dict[str, list[float]]:
         if not hasattr(self, "_features"):  # a guard pickled before the feature signal existed
@@ -153,7 +172,10 @@ class PoisonGuard:
         y, p, w = self._arrays(batch, current_model_probs)
         loss_z, loss_stats = self._loss_z(y, p, w)
         rate_z, rate_stats = self._rate_z(batch, y, p, w)
+        previous, self._previous = getattr(self, "_previous", {}), self._means(batch, w)
         shift, shift_column = self._feature_shift(batch, w)
+        if shift > self.config.max_feature_shift and previous:
+            shift, shift_column = min((shift, shift_column), self._feature_shift(batch, w, means=previous))
         stats: dict[str, Any] = {"n_rows": len(y), "loss_z": loss_z, "rate_z": rate_z, **loss_stats, **rate_stats,
                                  "feature_shift": shift, "feature_shift_column": shift_column}
         cfg = self.config
@@ -170,6 +192,14 @@ class PoisonGuard:
             self._n_quarantined += 1
             path = self._quarantine(batch, reason, stats, batch_id)
             return Verdict(False, reason, stats, path)
+        price_z, price_gap = self._price_gap(batch, y, p, w)
+        stats.update(price_z=price_z, price_gap=price_gap)
+        if price_z > cfg.k_price and price_gap > cfg.min_price_gap:
+            reason = (f"quarantined: labels reward higher prices: above the median price the labels book "
+                      f"{price_gap:+.2f} log-odds more than the model expects, against below it "
+                      f"(z={price_z:.1f} > {cfg.k_price})")
+            self._n_quarantined += 1
+            return Verdict(False, reason, stats, self._quarantine(batch, reason, stats, batch_id))
         self._learn(batch, y, w, stats["logloss"])
         self._learn_features(batch, w)
         reason = "accepted"
@@ -230,6 +260,36 @@ class PoisonGuard:
                 worst = (z, str(key), rate, ref)
         return max(worst[0], 0.0), {"worst_segment": worst[1], "batch_rate": worst[2], "reference_rate": worst[3]}
 
+    def _price_gap(self, batch: pd.DataFrame, y: np.ndarray, p: np.ndarray, w: np.ndarray) -> tuple[float, float]:
+        """(z-score, size) of the price-response gap (0, 0 without prices): see the module docstring.
+
+        Per half of the batch (above and below its median price), the log-odds of the observed booking
+        rate minus that of the model's mean probability; the gap is the upper half's minus the lower's.
+        On the log-odds scale a change of demand's level moves both halves alike, so only a change in
+        the response to price shows.
+        """
+        col = self.config.price_column
+        if col not in batch.columns:
+            return 0.0, 0.0
+        price = pd.to_numeric(batch[col], errors="coerce").to_numpy(dtype=float)
+        ok = np.isfinite(price)
+        if ok.sum() < 2 * self.config.min_segment_rows:
+            return 0.0, 0.0
+        high = ok & (price > np.median(price[ok]))
+        halves = []
+        for mask in (high, ok & ~high):
+            ws = w[mask]
+            if ws.sum() <= 0:
+                return 0.0, 0.0
+            n_eff = ws.sum() ** 2 / float(np.sum(ws**2))
+            floor = 0.5 / n_eff  # a half-count keeps a rate of 0 or 1 finite on the log-odds scale
+            rate = min(max(float(np.average(y[mask], weights=ws)), floor), 1.0 - floor)
+            model = min(max(float(np.average(p[mask], weights=ws)), floor), 1.0 - floor)
+            excess = math.log(rate / (1 - rate)) - math.log(model / (1 - model))
+            halves.append((excess, 1.0 / (n_eff * rate * (1 - rate))))
+        gap = halves[0][0] - halves[1][0]
+        return gap / math.sqrt(halves[0][1] + halves[1][1]), gap
+
     def _segment_keys(self, batch: pd.DataFrame) -> np.ndarray:
         col = self.config.segment_column
         if col is None or col not in batch.columns:
@@ -243,10 +303,25 @@ class PoisonGuard:
         return [str(c) for c in batch.columns
                 if c not in skip and types.is_numeric_dtype(batch[c]) and not types.is_bool_dtype(batch[c])]
 
-    def _feature_shift(self, batch: pd.DataFrame, w: np.ndarray) -> tuple[float, str]:
-        """Largest standardised mean difference of a numeric column against its reference (0 with none)."""
+    def _means(self, batch: pd.DataFrame, w: np.ndarray) -> dict[str, float]:
+        """Weighted mean of each numeric column of the batch (its finite values)."""
+        out = {}
+        for name in self._numeric(batch):
+            values = batch[name].to_numpy(dtype=float)
+            ok = np.isfinite(values)
+            if w[ok].sum() > 0:
+                out[name] = float(np.average(values[ok], weights=w[ok]))
+        return out
+
+    def _feature_shift(self, batch: pd.DataFrame, w: np.ndarray,
+                       means: dict[str, float] | None = None) -> tuple[float, str]:
+        """Largest standardised mean difference of a numeric column against its reference (0 with none).
+
+        ``means``: compare with these means (the previous batch's) instead, in reference standard deviations.
+        """
         worst, column = 0.0, ""
-        for name, (n, mean, m2) in self._feature_refs().items():
+        for name, (n, ref_mean, m2) in self._feature_refs().items():
+            mean = ref_mean if means is None else means.get(name, ref_mean)
             if name not in batch.columns or n < self.config.min_feature_rows:
                 continue
             values = batch[name].to_numpy(dtype=float)
@@ -254,7 +329,7 @@ class PoisonGuard:
             if w[ok].sum() <= 0:
                 continue
             sd = math.sqrt(m2 / n) if m2 > 0 else 0.0
-            sd = max(sd, 1e-6 * max(1.0, abs(mean)))  # a constant reference column: any move is a shift
+            sd = max(sd, 1e-6 * max(1.0, abs(ref_mean)))  # a constant reference column: any move is a shift
             shift = abs(float(np.average(values[ok], weights=w[ok])) - mean) / sd
             if shift > worst:
                 worst, column = shift, name

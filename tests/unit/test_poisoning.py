@@ -90,3 +90,42 @@ def test_state_round_trip_keeps_history(warm_guard: PoisonGuard, tmp_path: Path)
     frame, p = batch(100, flip=True)
     verdict = fresh.check(frame, p)
     assert not verdict.accepted and verdict.stats["loss_mode"] == "history"
+
+
+def _priced(seed: int, *, n: int = 400, level: float = 0.0, offset: float = 0.0,
+            rewarded: bool = False) -> tuple[pd.DataFrame, np.ndarray]:
+    """Bookings fall with price (the model knows it); ``level`` moves demand; ``rewarded``: the dear half books."""
+    rng = np.random.default_rng(seed)
+    price = rng.uniform(50, 300, n)
+    p = 1 / (1 + np.exp(-((150 - price) / 50)))
+    y = rng.random(n) < 1 / (1 + np.exp(-((150 - price) / 50 + level)))
+    if rewarded:
+        y = price > np.median(price)
+    frame = pd.DataFrame({"hotel_id": "h1", "price": price, "booked": y.astype(int),
+                          "searches": rng.normal(10.0 + offset, 2.0, n)})
+    return frame, p
+
+
+def test_labels_that_reward_higher_prices_are_quarantined_and_a_demand_shift_is_not(tmp_path: Path) -> None:
+    guard = PoisonGuard(quarantine_dir=tmp_path / "q")
+    for seed in range(6):
+        assert guard.check(*_priced(seed)).accepted
+    verdict = guard.check(*_priced(10, rewarded=True))
+    assert not verdict.accepted and "labels reward higher prices" in verdict.reason
+    assert verdict.stats["price_gap"] > 3.0  # log-odds
+    for level in (-1.0, 1.0):  # demand fell or rose: both halves move together on the log-odds scale
+        honest = guard.check(*_priced(20, level=level))
+        assert abs(honest.stats["price_gap"]) < 0.5 and honest.stats["price_z"] < 4.0, (level, honest.stats)
+
+
+def test_a_feature_shift_that_persists_is_drift_and_a_lone_one_is_not(tmp_path: Path) -> None:
+    guard = PoisonGuard(quarantine_dir=tmp_path / "q")
+    guard.seed_features(_priced(0, n=2_000)[0])
+    first = guard.check(*_priced(1, offset=8.0))  # 4 sds: unlike the reference, and the first of its kind
+    assert not first.accepted and "'searches'" in first.reason
+    second = guard.check(*_priced(2, offset=8.0))  # like the one before it: the stream moved
+    assert second.accepted, second.reason
+    third = guard.check(*_priced(3, offset=8.0))  # learnt into the history: ordinary now
+    assert third.accepted and third.stats["feature_shift"] < 2.0
+    lone = guard.check(*_priced(4, offset=-20.0))  # unlike both the history and the previous batch
+    assert not lone.accepted and "'searches'" in lone.reason
