@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -12,6 +13,7 @@ from confluent_kafka import Consumer, TopicPartition
 from events.config import KafkaConfig
 from events.contract import HotelProfile
 from events.errors import EventValidationError
+from events.models import Record
 from events.producer import Producer
 from market import Market, MarketConfig, simulate
 
@@ -45,6 +47,41 @@ def dlq_size(config: KafkaConfig, topic: str = "behaviour.events.dlq") -> int:
     return total
 
 
+def _ending_now(stream: Callable[[], Iterator[Record]]) -> Iterator[Record]:
+    """The events of ``stream()`` moved back so that the last one is now (the stream is run twice, seeded alike).
+
+    Event times move back by the stream's span; stay dates by its whole days only, so every lead time
+    grows by less than a day and a stay date never falls before its event's (local) date. An event the
+    second run places past now (it should not: same seed) is clamped to now.
+
+    Example:
+        >>> from datetime import date
+        >>> from events.models import ViewEvent
+        >>> t = datetime.now(tz=UTC) + timedelta(hours=30)
+        >>> evs = [ViewEvent(hotel_id="h1", room_type="std", stay_date=date(2030, 1, 2), price_shown=90.0,
+        ...                  event_time=t + timedelta(hours=h)) for h in (0, 2)]
+        >>> moved = list(_ending_now(lambda: iter(evs)))
+        >>> [e.event_time <= datetime.now(tz=UTC) for e in moved], [str(e.stay_date) for e in moved]
+        ([True, True], ['2030-01-01', '2030-01-01'])
+    """
+    last = None
+    for last in stream():  # noqa: B007 - only the last event time is wanted (before the clock of the rate starts)
+        pass
+    now = datetime.now(tz=UTC)
+    if last is None or last.event_time <= now:
+        return stream()
+    return _shifted(stream(), now - last.event_time, now)
+
+
+def _shifted(events: Iterator[Record], shift: timedelta, now: datetime) -> Iterator[Record]:
+    days = timedelta(days=math.trunc(shift / timedelta(days=1)))  # toward zero: a lead time only grows
+    for event in events:
+        update: dict[str, object] = {"event_time": min(event.event_time + shift, now)}
+        if hasattr(event, "stay_date"):
+            update["stay_date"] = event.stay_date + days
+        yield type(event).model_construct(**{**event.__dict__, **update})  # the producer validates it again
+
+
 def produce(
     config: KafkaConfig,
     *,
@@ -58,18 +95,23 @@ def produce(
 ) -> ProduceReport:
     """Publish ``rate × duration_s`` simulated events, paced to ``rate`` per second.
 
-    Event times are simulated market time starting at ``start`` (default: now), so a
-    few seconds of wall clock can hold days of market activity.
+    Event times are simulated market time, so a few seconds of wall clock can hold days of market
+    activity. From ``start`` when given; by default the stream ends now (:func:`_ending_now`): no event
+    is in the future, so a snapshot as of now sees every one (issue 31 item 19: up to 24 h ahead).
     """
     begin = start or datetime.now(tz=UTC)
-    market = Market(MarketConfig(hotels=hotels, seed=seed, start=begin))
     target = int(rate * duration_s)
+
+    def stream() -> Iterator[Record]:
+        market = Market(MarketConfig(hotels=hotels, seed=seed, start=begin))
+        return simulate(market, start=begin, duration=timedelta(days=365), max_events=target, rng_seed=seed)
+
+    events = stream() if start is not None else _ending_now(stream)
     dlq_before = dlq_size(config)
     rejected = 0
     t0 = time.perf_counter()
     with Producer(config, topic="behaviour.events", hotels=profiles) as producer:
-        stream = simulate(market, start=begin, duration=timedelta(days=365), max_events=target, rng_seed=seed)
-        for i, event in enumerate(stream, start=1):
+        for i, event in enumerate(events, start=1):
             try:
                 producer.send(event)
             except EventValidationError:

@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 import pandas as pd
 import typer
@@ -123,7 +123,7 @@ def report_error(exc: BaseException) -> None:
 _OURS = frozenset({"events", "pipelines", "features", "pricing", "routing", "feedback", "infra", "pricestream"})
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     """Stop the command with one red line and exit code 1."""
     raise CliInputError(message)
 
