@@ -356,7 +356,7 @@ def serve_stream(
 
 @app.command()
 def query(
-    sql: Annotated[str, typer.Argument(help="SQL over features_v1 (or, on Druid, behaviour_events)")],
+    sql: Annotated[str, typer.Argument(help="SQL over features_v1, events (DuckDB) or behaviour_events (Druid)")],
     engine: Annotated[str, typer.Option(envvar="PRICESTREAM_QUERY_ENGINE", help="auto, druid or duckdb")] = "auto",
     out_file: Annotated[
         Path | None, typer.Option("--out", envvar="PRICESTREAM_QUERY_OUT", help="write all rows to .csv or .parquet")
@@ -368,7 +368,11 @@ def query(
     features_v1 holds one row per feature row (Druid and DuckDB): COUNT(*) counts them. Druid's
     behaviour_events is rolled up per minute and key: there count events with SUM(events), not COUNT(*),
     which counts rolled-up rows (29,990 for 30,000 events), and average prices with
-    SUM(price_sum) / SUM(priced_events).
+    SUM(price_sum) / SUM(priced_events). On DuckDB, events holds one row per event the feature job
+    accepted, with the contract's field names (event_type, event_time, hotel_id, room_type, stay_date,
+    channel, segment, rooms, price_shown, price_paid, rate, competitor_id, rooms_left, capacity,
+    booking_id) and the job's columns (is_search, is_view, n_booked, n_cancelled, lead_days): for
+    example SELECT hotel_id, count(*), avg(price_paid) FROM events WHERE event_type = 'booking' GROUP BY 1.
     """
     from features.analytics import query as run_query
 
@@ -379,7 +383,9 @@ def query(
     s = settings()
     with err.status(f"querying ({engine})"):
         result = run_query(sql, engine=engine, druid_url=s.druid_url, offline_root=s.offline())  # type: ignore[arg-type]
-    out.print(frame_table(result.frame, limit=limit))
+    from pricestream.commands.features import plain_numbers
+
+    out.print(frame_table(plain_numbers(result.frame.head(limit)), limit=limit))
     shown = min(limit, len(result.frame))
     line = f"{len(result.frame)} rows (showing {shown}), answered by {result.engine}"
     if out_file is not None:

@@ -215,3 +215,28 @@ def features_compact(
                          progress=lambda done, total: bar.update(task, completed=done, total=total))
     out.print(f"compacted {result.partitions} partition(s) under {root}: "
               f"{result.files_before:,} parquet files -> {result.files_after:,}")
+
+
+def plain_numbers(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its real columns as plain decimal text (``15770.25``, not ``1.577e+04``) for a table.
+
+    Example:
+        >>> import pandas as pd
+        >>> plain_numbers(pd.DataFrame({"x": [15770.25, 3.0, 0.000012, float("nan")]}))["x"].tolist()
+        ['15770.25', '3', '1.2e-05', '-']
+    """
+    out = frame.copy()
+    for name in out.columns:
+        if out[name].dtype.kind == "f":
+            out[name] = [_number(x) for x in out[name]]
+    return out
+
+
+def _number(x: float) -> str:
+    if x != x:
+        return "-"
+    if x == int(x) and abs(x) < 1e15:
+        return str(int(x))
+    if abs(x) >= 1e-3:
+        return f"{x:.4f}".rstrip("0").rstrip(".")
+    return f"{x:.2g}"

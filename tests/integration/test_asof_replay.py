@@ -1,7 +1,7 @@
 """Point-in-time history after any replay, snapshots over it, raw events for analysts, isolation by prefix.
 
-3,000 simulated events of 3 hotels over ~3 weeks (every event type; one in ten shares its instant
-with the event before it) go through ``pricestream jobs backfill features`` three times, each under
+2,312 simulated events of 3 hotels and 916 stay keys over 21 days (3,000 sampled, those less than a
+day before their stay left out; every event type; one in ten shares its instant with the event before it) go through ``pricestream jobs backfill features`` three times, each under
 its own topic prefix and state directory: sorted, shuffled within each day, and shuffled across the
 whole span; then ``pricestream features write-offline`` keeps the accepted events and their history.
 For each replay:
