@@ -27,6 +27,7 @@ from pricestream.commands import k8s as k8s_cmd
 from pricestream.commands import keys as keys_cmd
 from pricestream.commands import market as market_cmd
 from pricestream.commands import models as models_cmd
+from pricestream.commands import overbooking as overbooking_cmd
 from pricestream.commands import reports as reports_cmd
 from pricestream.commands import run as run_cmd
 from pricestream.commands import services as services_cmd
@@ -74,6 +75,7 @@ app.command("run")(run_cmd.run)
 app.add_typer(market_cmd.app, name="market")
 app.add_typer(cold_start_cmd.app, name="cold-start")
 app.add_typer(bid_price_cmd.app, name="bid-price")
+app.add_typer(overbooking_cmd.app, name="overbooking")
 app.add_typer(keys_cmd.app, name="keys")
 app.add_typer(heavy_cmd.app, name="heavy")
 app.add_typer(k8s_cmd.app, name="k8s")

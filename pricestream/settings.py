@@ -202,6 +202,13 @@ class Settings(BaseSettings):
     """A served decision's ``event_time``: when it was made, or its request's ``event_time`` (a simulation or a
     replay, whose label join must measure its horizon from the simulated request time)."""
     bid_config: Path | None = None
+    overbooking: bool = False
+    """Sell each night beyond its rooms up to its overbooking limit (``PRICESTREAM_OVERBOOKING``;
+    :mod:`pricing.overbooking`)."""
+    overbooking_no_show_share: float = Field(default=0.02, ge=0.0, lt=1.0)
+    overbooking_relocation_cost: float = Field(default=100.0, ge=0.0)
+    """Walking a guest costs the night's reference price plus this (``PRICESTREAM_OVERBOOKING_RELOCATION_COST``)."""
+    overbooking_max_walks_per_1000: float = Field(default=1.0, ge=0.0, le=1000.0)
     """The bid price's forecast parameters (a ``BidPriceConfig`` JSON, written by ``pricestream bid-price measure``
     from the hotel's behaviour history: booking curve, room shares, stays, cancellations); ``None``: the built-in
     defaults (``pricing.tiers.DEFAULT_CAPACITY``: an exponential curve of mean 30 days over 120)."""

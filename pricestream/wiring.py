@@ -151,11 +151,25 @@ def pricer_loader(settings: Settings) -> Callable[[Path], Any]:
 
 
 def bid_config(settings: Settings) -> BidPriceConfig | None:
-    """The bid price's forecast of ``settings.bid_config`` (``None``: the tiers' built-in default).
+    """The bid price's forecast of ``settings.bid_config`` with the overbooking settings (``None``: the tiers'
+    built-in default).
 
     Raises:
         ValueError: the file cannot be read or is not a ``BidPriceConfig``, naming the file and what is wrong.
     """
+    config = _bid_file(settings)
+    if not settings.overbooking:
+        return config
+    from pricing.overbooking import OverbookingConfig
+    from pricing.tiers import DEFAULT_CAPACITY
+
+    overbooking = OverbookingConfig(no_show_share=settings.overbooking_no_show_share,
+                                    relocation_cost=settings.overbooking_relocation_cost,
+                                    max_walks_per_1000=settings.overbooking_max_walks_per_1000)
+    return (config or DEFAULT_CAPACITY).model_copy(update={"overbooking": overbooking})
+
+
+def _bid_file(settings: Settings) -> BidPriceConfig | None:
     if settings.bid_config is None:
         return None
     from pydantic import ValidationError

@@ -56,6 +56,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from events.models import PricingRequest
+from pricing.overbooking import OverbookingConfig, extra_rooms
 
 _BISECTIONS = 30  # halvings of the bid interval: far below a cent on any price range
 _MIN_BOOKINGS_FOR_CANCEL = 5.0  # below this the key's own cancellation share is too noisy; use the default
@@ -142,6 +143,8 @@ class BidPriceConfig(BaseModel):
     window_days: float = Field(default=7.0, gt=0.0)
     rooms_per_booking: float = Field(default=1.2, ge=1.0, allow_inf_nan=False)
     cancel_share: float = Field(default=0.15, ge=0.0, lt=1.0)
+    overbooking: OverbookingConfig | None = None
+    """Sell a night beyond its capacity up to its overbooking limit (:mod:`pricing.overbooking`); ``None``: never."""
     method: Literal["fluid", "stochastic", "dp"] = "fluid"
     beyond_trained: bool = False
     nights_per_booking: float = Field(default=1.0, ge=1.0, le=60.0, allow_inf_nan=False)
@@ -361,6 +364,8 @@ def forecast(
         cancel = min(max(cancels / bookings, 0.0), 0.9)
     if config.stays_hold_nights and config.covering_stays:  # the stays checking in earlier that cover it too
         views *= config.nights_per_booking
+    if config.overbooking is not None:  # rooms to sell beyond capacity: the forecast show-ups leave them free
+        left += extra_rooms(features, cancel_share=cancel, config=config.overbooking)
     return DemandForecast(views, left, config.rooms_per_booking * (1.0 - cancel), lead)
 
 
