@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -217,20 +217,23 @@ def evaluate_offpolicy(
     candidate: Annotated[str, typer.Argument(metavar="CANDIDATE", help="registered model version")],
     snapshot: Annotated[str, typer.Option(envvar="PRICESTREAM_SNAPSHOT", help="snapshot of logged decisions")],
     tolerance: Annotated[float, typer.Option(envvar="PRICESTREAM_PRICE_TOLERANCE", min=0.0, max=1.0)] = 0.05,
-    method: Annotated[str, typer.Option(envvar="PRICESTREAM_OPE_METHOD", help="ips or snips")] = "snips",
+    method: Annotated[str, typer.Option(envvar="PRICESTREAM_OPE_METHOD", help="dr, snips or ips")] = "dr",
     seed: Annotated[int | None, typer.Option(envvar="PRICESTREAM_SEED")] = None,
 ) -> None:
-    """Revenue per decision the CANDIDATE would have earned on logged decisions (IPS/SNIPS with a CI).
+    """Revenue per decision the CANDIDATE would have earned on logged decisions (DR, SNIPS or IPS, with a CI).
 
     The snapshot must hold the logged decisions: price, propensity and booked (or reward) besides the
     keys, time and features. The candidate is deterministic, so a logged decision counts when its price
-    lies within ``--tolerance`` (relative) of the candidate's price for the same input.
+    lies within ``--tolerance`` (relative) of the candidate's price for the same input. The doubly robust
+    estimate (the default) adds the candidate model's own expected revenue at its price, corrected by the
+    matched decisions; the effective sample size says how many logged decisions the estimate rests on,
+    with a warning below 200.
     """
     from features.snapshots import load_snapshot
-    from feedback.offpolicy import evaluate
+    from feedback.offpolicy import evaluate, evaluate_deterministic_dr
 
-    if method not in ("ips", "snips"):
-        fail(f"--method: got {method!r}, expected 'ips' or 'snips'")
+    if method not in ("dr", "ips", "snips"):
+        fail(f"--method: got {method!r}, expected 'dr', 'snips' or 'ips'")
     logs = load_snapshot(settings().snapshots(), snapshot)
     missing = [c for c in _REQUIRED_LOGS if c not in logs] + ([] if {"booked", "reward"} & set(logs) else ["booked"])
     if missing:
@@ -238,20 +241,39 @@ def evaluate_offpolicy(
              "`pricestream snapshot create --entities FILE` where FILE holds the decisions with those columns")
     logs = logs.assign(reward=logs["reward"] if "reward" in logs else logs["booked"] * logs["price"])
     with err.status(f"pricing {len(logs)} logged inputs with {candidate}"):
-        cand_prices = _candidate_prices(candidate, logs)
-    logs["candidate_prob"] = (np.abs(cand_prices - logs["price"]) <= tolerance * logs["price"]).astype(float)
-    est = evaluate(logs, "candidate_prob", method=method, seed=settings().seed if seed is None else seed,  # type: ignore[arg-type]
-                   action_col="price")
+        quoted = _candidate_quotes(candidate, logs)
+    logs["candidate_prob"] = (np.abs(quoted.prices - logs["price"]) <= tolerance * logs["price"]).astype(float)
+    rng_seed = settings().seed if seed is None else seed
+    if method == "dr":
+        logs = logs.assign(direct=quoted.prices * quoted.probs, logged_hat=logs["price"] * quoted.logged_probs)
+        est = evaluate_deterministic_dr(logs, matched_col="candidate_prob", direct_col="direct",
+                                        logged_hat_col="logged_hat", seed=rng_seed)
+    else:
+        est = evaluate(logs, "candidate_prob", method="ips" if method == "ips" else "snips", seed=rng_seed,
+                       action_col="price")
     logged = float(logs["reward"].mean())
     out.print(kv_table([
         ("candidate", candidate), ("snapshot", snapshot), ("logged decisions", est.n),
         ("matched within tolerance", float(logs["candidate_prob"].mean())), ("method", est.method),
+        ("effective sample size", est.ess),
         ("estimated revenue / decision", est.value), ("95% CI", f"[{est.ci_low:.4g}, {est.ci_high:.4g}]"),
         ("logging policy revenue / decision", logged),
     ], title="off-policy estimate"))
+    if not est.trusted:
+        err.print(f"[yellow]warning:[/] the estimate rests on an effective sample of {est.ess:,.1f} logged decisions "
+                  f"(under 200): its interval understates the error. Log more decisions with exploration "
+                  f"(PRICESTREAM_EXPLORE_BAND) or widen --tolerance.")
 
 
-def _candidate_prices(version: str, logs: pd.DataFrame) -> np.ndarray:
+class _Quotes(NamedTuple):
+    prices: np.ndarray
+    probs: np.ndarray
+    """The candidate's booking probability at its own price."""
+    logged_probs: np.ndarray
+    """The candidate model's booking probability at the logged price."""
+
+
+def _candidate_quotes(version: str, logs: pd.DataFrame) -> _Quotes:
     from events.catalog import ALL_FEATURES
     from events.models import PricingRequest
     from feedback.registry import ModelRegistry
@@ -261,7 +283,7 @@ def _candidate_prices(version: str, logs: pd.DataFrame) -> np.ndarray:
     s = settings()
     pricer = load_pricer(ModelRegistry(s.registry()).show(version).path)
     rules = RuleSet.load(s.rules_file)
-    prices = []
+    prices, probs, logged_probs = [], [], []
     for row in logs.to_dict("records"):
         request = PricingRequest(
             hotel_id=str(row["hotel_id"]), room_type=str(row["room_type"]), stay_date=str(row["stay_date"]),
@@ -274,7 +296,16 @@ def _candidate_prices(version: str, logs: pd.DataFrame) -> np.ndarray:
             request, feats, floor=outcome.floor, ceiling=outcome.ceiling, rule_price=outcome.rule_price
         )
         prices.append(outcome.clamp(quote.price))
-    return np.asarray(prices)
+        probs.append(_prob(quote))
+        at_logged = pricer.quote(request, feats, floor=float(row["price"]), ceiling=float(row["price"]),
+                                 rule_price=float(row["price"]))
+        logged_probs.append(_prob(at_logged))
+    return _Quotes(np.asarray(prices), np.asarray(probs), np.asarray(logged_probs))
+
+
+def _prob(quote: object) -> float:
+    value = getattr(quote, "booking_prob", None)
+    return float(value) if isinstance(value, int | float) and np.isfinite(value) else 0.0
 
 
 @router_app.command("report")
