@@ -31,6 +31,7 @@ from pricestream.commands import overbooking as overbooking_cmd
 from pricestream.commands import reports as reports_cmd
 from pricestream.commands import run as run_cmd
 from pricestream.commands import services as services_cmd
+from pricestream.commands import simulate as simulate_cmd
 from pricestream.commands import snapshots as snapshots_cmd
 from pricestream.commands.common import (
     HandledGroup,
@@ -80,6 +81,7 @@ app.add_typer(keys_cmd.app, name="keys")
 app.add_typer(heavy_cmd.app, name="heavy")
 app.add_typer(k8s_cmd.app, name="k8s")
 app.command("autoscale")(autoscale_cmd.autoscale)
+app.command("simulate")(simulate_cmd.simulate)
 
 
 @app.command()

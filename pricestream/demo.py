@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -54,6 +53,7 @@ from market import oracle_policy as oracle
 from market.evaluate import DayAccumulator, NetValueRecorder, simulate_days
 from pricestream.deployment import Deployment, DeploymentError, record_deployment
 from pricestream.settings import Settings
+from pricestream.traffic import link_decision
 from pricing.training import train_bundle
 
 _BID_FILE = "bid.json"  # the run's measured bid forecast, serve's PRICESTREAM_BID_CONFIG
@@ -516,7 +516,7 @@ def _one_day(
     with Producer(run.settings.acting_as("producer").kafka(), topic="behaviour.events") as events:
         for event in sim:
             acc.add(event)
-            events.send(_link(event, recent))
+            events.send(link_decision(event, recent))
     ours = acc.finish(sim, name="pricestream", first=start, days=1).days[0]
     base, net = {}, {"policy": recorded.total()}
     for name, pol in (("static", static_policy(run.market)), ("oracle", oracle(run.market))):
@@ -661,19 +661,6 @@ def _write_dashboard(run: _Run) -> Path | None:
         reference=load_snapshot(run.settings.snapshots(), run.reference),
         rollout_history=state.history if state else (), window=timedelta(days=2), staleness=timedelta(hours=6),
     )
-
-
-def _link(event: Record, recent: dict[tuple[Any, ...], str]) -> Record:
-    """Tag a view or booking with the decision that priced it (the simulator does not know ids)."""
-    kind = getattr(event, "event_type", "")
-    if kind not in ("view", "booking"):
-        return event
-    key = (event.hotel_id, event.room_type, event.stay_date)  # type: ignore[attr-defined]
-    decision = recent.get(key)
-    if decision is None:
-        return event
-    # model_construct: the producer validates the record again before it is sent
-    return type(event).model_construct(**{**event.__dict__, "decision_id": uuid.UUID(decision)})
 
 
 def _write_report(report: DemoReport, work: Path) -> tuple[Path, Path]:
