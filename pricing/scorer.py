@@ -423,11 +423,17 @@ class Scorer:
 
     def _suspect(self, request: PricingRequest, features: Mapping[str, float | None],
                  models: _Models) -> Degradation | None:
-        """The input guard's verdict against the light model's training envelope (None: guard off or clean)."""
+        """The input guard's verdict against the light model's trained range (None: guard off or clean).
+
+        The range is every value the model was trained on (``trained_range``); a bundle written before it
+        was recorded gives its 1st-99th percentile ``envelope`` instead.
+        """
         if self._guard is None:
             return None
         meta = getattr(models.light, "meta", None)
-        return self._guard.check(request, features, meta.get("envelope") if isinstance(meta, dict) else None)
+        if not isinstance(meta, dict):
+            return self._guard.check(request, features, None)
+        return self._guard.check(request, features, meta.get("trained_range") or meta.get("envelope"))
 
     def _staleness(self, request: PricingRequest, read: FeatureRead) -> Degradation | None:
         limit = self.config.stale_after_s

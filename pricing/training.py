@@ -125,6 +125,19 @@ def read_meta(bundle: str | Path) -> dict[str, Any]:
     return meta
 
 
+def _trained_range(x: NDArray[Any], columns: tuple[str, ...]) -> dict[str, list[float | None]]:
+    """Least and greatest value per column (None when a column is all missing): what the model saw at all.
+
+    The input guard refuses a model only requests beyond this range (widened by its margin); the routing
+    signal uses the narrower 1st-99th percentile :func:`_envelope`.
+    """
+    out: dict[str, list[float | None]] = {}
+    for j, name in enumerate(columns):
+        col = x[:, j][np.isfinite(x[:, j])]
+        out[name] = [float(col.min()), float(col.max())] if len(col) else [None, None]
+    return out
+
+
 def _envelope(x: NDArray[Any], columns: tuple[str, ...]) -> dict[str, list[float | None]]:
     """1st/99th percentile per column (None when a column is all missing)."""
     out: dict[str, list[float | None]] = {}
@@ -250,6 +263,7 @@ def _write(
         "n_trees": tree_count(members),
         "metrics": {k: (None if not np.isfinite(v) else v) for k, v in metrics.items()},
         "envelope": _envelope(x, columns),
+        "trained_range": _trained_range(x, columns),
         "parent": parent,
         "seed": seed,
         "rows": int(len(x)),

@@ -62,7 +62,7 @@ def test_an_in_distribution_request_is_priced_by_the_model(light: LightPricer) -
 def test_an_out_of_distribution_request_is_priced_by_the_rules_with_the_reason_and_counted(
     light: LightPricer,
 ) -> None:
-    lo, hi = widened(light.meta["envelope"], 0.5)["rooms_left"]
+    lo, hi = widened(light.meta["trained_range"], 0.5)["rooms_left"]
     features = _inside(light) | {"rooms_left": hi + 10, "capacity": hi + 100}
     scorer = _scorer(light, features, InputGuardConfig(margin=0.5))
     decision = scorer.price(_request())
@@ -95,3 +95,16 @@ def test_a_stay_before_the_request_is_impossible() -> None:
     late = PricingRequest.model_construct(hotel_id="h1", room_type="std", stay_date=date(2026, 11, 1),
                                           event_time=T0, nights=1, channel="web")
     assert impossible(late, {}) == "stay_date=2026-11-01 is 29 days before the request, expected on or after it"
+
+
+def test_a_value_the_model_was_trained_on_is_not_flagged_even_beyond_its_99th_percentile(light: LightPricer) -> None:
+    top = light.meta["envelope"]["rooms_left"][1]
+    most = light.meta["trained_range"]["rooms_left"][1]
+    assert most > top  # the 1st-99th percentile leaves the last percent of the training rows out
+    features = _inside(light) | {"rooms_left": (top + most) / 2, "capacity": most + 100}
+    decision = _scorer(light, features, InputGuardConfig(margin=0.0)).price(_request())
+    assert (decision.tier, decision.degraded) == ("light", False)
+    beyond = _inside(light) | {"rooms_left": most + 1, "capacity": most + 100}
+    flagged = _scorer(light, beyond, InputGuardConfig(margin=0.0)).price(_request())
+    assert flagged.tier == "rules" and flagged.degraded_reason is not None
+    assert flagged.degraded_reason.startswith("ood_input: rooms_left=")
