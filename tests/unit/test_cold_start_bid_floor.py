@@ -8,11 +8,7 @@ plentiful one it is zero and the rules price stands. Either way the decision rec
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime, timedelta
-
-import numpy as np
-import pandas as pd
 
 from events.models import PricingRequest
 from pricing.cold_start import BID_FLOOR_RULE, ColdStartConfig, ColdStartScorer, bid_floored
@@ -22,8 +18,8 @@ from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig
 from pricing.tiers import load_pricer
 from pricing.training import train_bundle
-from pricing.vectorize import LIGHT_COLUMNS
 from routing.router import TieredRouter
+from tests.unit._light_frame import light_frame
 
 NOW = datetime(2026, 5, 1, 12, tzinfo=UTC)
 STAY = NOW.date() + timedelta(days=10)
@@ -33,20 +29,12 @@ SCARCE = {"searches_7d": 80.0, "views_7d": 80.0, "rooms_left": 1.0, "occupancy":
 PLENTIFUL = {"searches_7d": 2.0, "views_7d": 2.0, "rooms_left": 150.0, "occupancy": 0.1}
 
 
-def _frame(n: int = 1500) -> pd.DataFrame:
-    rng = np.random.default_rng(1)
-    frame = pd.DataFrame(rng.uniform(0, 1, size=(n, len(LIGHT_COLUMNS))), columns=list(LIGHT_COLUMNS))
-    frame["price"] = np.exp(rng.uniform(math.log(60.0), math.log(500.0), n))
-    frame["base_rate"] = 150.0
-    frame["booked"] = (rng.random(n) < 1 / (1 + (frame["price"] / 220.0) ** 2.5)).astype(int)
-    return frame
-
-
 def _cold(tmp_path: object, *, rules_yaml: str = RULES, floor: bool = True) -> ColdStartScorer:
     source = MemoryFeatureSource()
     source.put("h-new", "std", STAY, SCARCE)
     source.put("h-new", "std", STAY + timedelta(days=1), PLENTIFUL)
-    bundle = train_bundle(_frame(), f"{tmp_path}/pooled", tier="light", config=DemandModelConfig(num_trees=30)).path
+    trees = DemandModelConfig(num_trees=30)
+    bundle = train_bundle(light_frame(), f"{tmp_path}/pooled", tier="light", config=trees).path
     rules = RuleSet.from_yaml(rules_yaml)
 
     def scorer(light: object) -> Scorer:

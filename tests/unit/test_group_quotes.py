@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 
@@ -18,9 +15,9 @@ from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig
 from pricing.tiers import load_pricer
 from pricing.training import train_bundle
-from pricing.vectorize import LIGHT_COLUMNS
 from routing.router import Thresholds, TieredRouter
 from serving.http import ServiceConfig, create_app
+from tests.unit._light_frame import light_frame
 
 TODAY = datetime.now(UTC).date()
 QUIET = TODAY + timedelta(days=20)
@@ -30,15 +27,6 @@ SCARCE = {"searches_7d": 80.0, "views_7d": 80.0, "rooms_left": 12.0, "occupancy"
 PLENTIFUL = {"searches_7d": 2.0, "views_7d": 2.0, "rooms_left": 150.0, "occupancy": 0.1}
 
 
-def _frame(n: int = 1500) -> pd.DataFrame:
-    rng = np.random.default_rng(1)
-    frame = pd.DataFrame(rng.uniform(0, 1, size=(n, len(LIGHT_COLUMNS))), columns=list(LIGHT_COLUMNS))
-    frame["price"] = np.exp(rng.uniform(math.log(60.0), math.log(500.0), n))
-    frame["base_rate"] = 150.0
-    frame["booked"] = (rng.random(n) < 1 / (1 + (frame["price"] / 220.0) ** 2.5)).astype(int)
-    return frame
-
-
 @pytest.fixture(scope="module")
 def scorer(tmp_path_factory: pytest.TempPathFactory) -> Scorer:
     source = MemoryFeatureSource()
@@ -46,7 +34,7 @@ def scorer(tmp_path_factory: pytest.TempPathFactory) -> Scorer:
         day = TODAY + timedelta(days=night)
         source.put("h1", "std", day, SCARCE if day == BUSY else PLENTIFUL)
     root = Path(tmp_path_factory.mktemp("groups"))
-    bundle = train_bundle(_frame(), root / "light", tier="light", config=DemandModelConfig(num_trees=30)).path
+    bundle = train_bundle(light_frame(), root / "light", tier="light", config=DemandModelConfig(num_trees=30)).path
     return Scorer(ScorerConfig(stale_after_s=None), rules=RuleSet.from_yaml(RULES), feature_source=source,
                   light=load_pricer(bundle), heavy=None,
                   router=TieredRouter(Thresholds(rules_below=0.0, heavy_above=1.0)))
