@@ -20,6 +20,11 @@ Example:
     <Stage.CANARY: 'canary'>
     >>> ctl.choose_arm("guest-1")
     ('incumbent', 0.95)
+    >>> few = Evidence(incumbent_prices=same, candidate_prices=same, candidate_latency_ms=[3.0] * 50,
+    ...                incumbent_net=[0.0, 40.0] * 50, candidate_net=[0.0, 44.0] * 50)
+    >>> r = ctl.advance(few)  # 100 outcomes per arm: the sequential gate waits for more
+    >>> r.waiting, r.stage
+    (True, <Stage.CANARY: 'canary'>)
 """
 
 from __future__ import annotations

@@ -7,10 +7,10 @@ gate                   observed                                                 
                        apart by candidate and incumbent (paired, e.g. from shadow)
 ``price_ks``           two-sample Kolmogorov-Smirnov statistic of the two price lists   <= limit
 ``price_mean_shift``   ``|mean((candidate - incumbent) / incumbent)|`` (paired)         <= limit
-``net_value``          per request, candidate minus incumbent: revenue net of the       passes when its
-                       rooms' value (``*_net``), or revenue where no bid price was      confidence sequence
-                       logged; a mixture SPRT (:mod:`delivery.sequential`)              is above 0; waits
-                                                                                        while it spans 0
+``net_value``          per request, candidate minus incumbent: revenue net of the       CS > 0 (waits
+                       rooms' value (``*_net``), or revenue where no bid price was      while the CS
+                       logged; a mixture SPRT (:mod:`delivery.sequential`) whose        spans 0)
+                       confidence sequence (CS) holds at every look
 ``p99_latency``        candidate p99 latency in ms                                      <= limit
 =====================  ===============================================================  ===============
 
