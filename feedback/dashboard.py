@@ -101,15 +101,22 @@ def _coverage_plot(report: CoverageReport) -> str:
 
 
 def _drift_plot(history: Sequence[DriftReport]) -> str:
+    return _png(drift_figure(history))
+
+
+def drift_figure(history: Sequence[DriftReport]) -> Figure:
+    """PSI and Wasserstein/std per feature over the checks, on the checks' own time range."""
     fig = Figure(figsize=(7.2, 4.6))
     ax_psi, ax_w = fig.subplots(2, 1, sharex=True)
     if not history:
         _no_data(ax_psi)
-        return _png(fig)
+        return fig
     frame = pd.concat([report.to_frame() for report in history], ignore_index=True)
+    for ax in (ax_psi, ax_w):
+        _limit_to_data(ax, pd.DatetimeIndex(frame["at"]))
     for feature, rows in frame.groupby("feature", sort=False):
-        (line,) = ax_psi.plot(rows["at"], rows["psi"], lw=1.2, label=str(feature))
-        ax_w.plot(rows["at"], rows["wasserstein"], lw=1.2, color=line.get_color())
+        (line,) = ax_psi.plot(rows["at"], rows["psi"], lw=1.2, marker="o", ms=2, label=str(feature))
+        ax_w.plot(rows["at"], rows["wasserstein"], lw=1.2, marker="o", ms=2, color=line.get_color())
         hits = rows[rows["alert"]]
         ax_psi.scatter(hits["at"], hits["psi"], marker="x", color="#c62828", zorder=3)
     ax_psi.set_ylabel("PSI")
@@ -119,7 +126,7 @@ def _drift_plot(history: Sequence[DriftReport]) -> str:
         ax.grid(alpha=0.3)
     ax_psi.legend(fontsize=6, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.autofmt_xdate()
-    return _png(fig)
+    return fig
 
 
 def _x_axis(reports: Sequence[FlipReport]) -> pd.DatetimeIndex | np.ndarray:
@@ -166,6 +173,7 @@ def _stacked_plot(history: Sequence[tuple[datetime, Mapping[str, float]]], title
         _no_data(ax)
         return _png(fig)
     frame = pd.DataFrame([dict(values) for _, values in history], index=[t for t, _ in history]).fillna(0.0)
+    _limit_to_data(ax, pd.DatetimeIndex(frame.index))
     ax.stackplot(frame.index, *(frame[c] for c in frame.columns), labels=list(frame.columns), alpha=0.85)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
@@ -175,6 +183,8 @@ def _stacked_plot(history: Sequence[tuple[datetime, Mapping[str, float]]], title
 
 
 def _tier_plot(shares: TierShares) -> str:
+    if not isinstance(shares, Mapping) and len(shares) == 1:  # one export: a stacked area of one point is empty
+        shares = dict(shares[0][1])
     if isinstance(shares, Mapping):
         fig, ax = _figure()
         names = list(shares)
