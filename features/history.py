@@ -23,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 ASOF = "asof"
 """The history's offline root, under the offline store's."""
 ASOF_FILE = "part-asof.parquet"
+StayKey = tuple[str, str, str]
+"""``(hotel_id, room_type, stay_date)``."""
 LOOKBACK_DAYS = max((v.window_ms or 0) + (v.tile_ms or 0) for v in VIEW_SPECS) // 86_400_000 + 1
 """Days before a date whose events can be in a window of a row of that date (14 d window, 1 d tile, + 1)."""
 
@@ -83,13 +85,16 @@ def _shift(day: str, days: int) -> str:
     return (date.fromisoformat(day) + timedelta(days=days)).isoformat()
 
 
-def materialise(root: Path | str, *, since: str | None = None,
+def materialise(root: Path | str, *, since: str | None = None, keys: Collection[StayKey] | None = None,
                 progress: Callable[[int, int], None] | None = None) -> Materialised:
     """Rewrite the as-of rows of every date from ``since`` (every date when None) to the newest event's.
 
     Args:
         root: the offline store (its ``events`` dataset is read, its ``asof`` root written).
         since: ISO date: the oldest date whose events changed.
+        keys: the stay keys whose events changed (None: all). Only their rows, and their hotels', are
+            recomputed; the other rows of a date are kept as they are (a key's rows depend on its own
+            events only), so a flush costs its keys' events, not the whole store's.
         progress: called as ``(views done, views)``.
     """
     root = Path(root)
@@ -100,18 +105,46 @@ def materialise(root: Path | str, *, since: str | None = None,
     wanted = [d for d in dates if d >= start]
     reading = [d for d in dates if d >= _shift(start, -LOOKBACK_DAYS)]
     events = read_events(root, reading)
+    stays = None if keys is None else set(keys)
+    if stays is not None:
+        events = events[events["hotel_id"].isin({k[0] for k in stays})]  # a hotel view reads all its stays
     rows = files = 0
     for i, view in enumerate(VIEW_SPECS):
-        table = asof_rows(events, view)
+        touched = None if stays is None else _touched(view.keys, stays)
+        source = events if touched is None else events[_key_index(events, view.keys).isin(touched)]
+        table = asof_rows(source, view)
         table[CREATED_FIELD] = pd.to_datetime(table["version"], unit="ns", utc=True)
         day = table["event_timestamp"].dt.strftime("%Y-%m-%d")
         for d in wanted:
-            of_day = table[day == d].reset_index(drop=True)
-            files += _write(view_path(asof_root(root), view.name) / f"date={d}", of_day)
+            directory = view_path(asof_root(root), view.name) / f"date={d}"
+            of_day = _with_kept(directory, table[day == d], view.keys, touched)
+            files += _write(directory, of_day)
             rows += len(of_day)
         if progress is not None:
             progress(i + 1, len(VIEW_SPECS))
     return Materialised(len(wanted), rows, files)
+
+
+def _touched(keys: tuple[str, ...], stays: set[StayKey]) -> pd.Index:
+    """The entity keys of a view that the changed stays make (the stays, or their hotels)."""
+    if len(keys) == 1:
+        return pd.Index(sorted({k[0] for k in stays}))
+    return pd.MultiIndex.from_tuples(sorted(stays), names=list(keys))
+
+
+def _key_index(frame: pd.DataFrame, keys: tuple[str, ...]) -> pd.Index:
+    if len(keys) == 1:
+        return pd.Index(frame[keys[0]].astype(str))
+    return pd.MultiIndex.from_frame(frame[list(keys)].astype(str))
+
+
+def _with_kept(directory: Path, new: pd.DataFrame, keys: tuple[str, ...], touched: pd.Index | None) -> pd.DataFrame:
+    """The date's rows: ``new``, and (when only ``touched`` keys changed) the file's rows of the other keys."""
+    target = directory / ASOF_FILE
+    if touched is not None and target.exists():
+        old = pq.read_table(target).to_pandas()
+        new = pd.concat([old[~_key_index(old, keys).isin(touched)], new])
+    return new.sort_values([*keys, "event_timestamp"], kind="stable").reset_index(drop=True)
 
 
 def _write(directory: Path, frame: pd.DataFrame) -> int:

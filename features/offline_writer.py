@@ -170,7 +170,8 @@ class OfflineWriter:
         if rows or events:
             self._manifest(written)
         if by_day:
-            materialise(self.root, since=min(by_day))
+            changed = {(str(e["hotel_id"]), str(e["room_type"]), str(e["stay_date"])) for e in events}
+            materialise(self.root, since=min(by_day), keys=changed)
         return written
 
     def _write(self, directory: Path, part_id: str, table: pa.Table) -> Path:

@@ -1,17 +1,19 @@
 """Point-in-time history after any replay, snapshots over it, raw events for analysts, isolation by prefix.
 
 2,312 simulated events of 3 hotels and 916 stay keys over 21 days (3,000 sampled, those less than a
-day before their stay left out; every event type; one in ten shares its instant with the event before it) go through ``pricestream jobs backfill features`` three times, each under
-its own topic prefix and state directory: sorted, shuffled within each day, and shuffled across the
-whole span; then ``pricestream features write-offline`` keeps the accepted events and their history.
-For each replay:
+day before their stay left out; every event type; one in ten shares its instant with the event
+before it) go through ``pricestream jobs backfill features`` three times, each under its own topic
+prefix and state directory: sorted, shuffled within each day, and shuffled across the whole span;
+then ``pricestream features write-offline`` keeps the accepted events and their history. For each
+replay:
 
 * every as-of row of every view (one per key and event time) equals pandas over the events at or
   before that time (the catalogue's windows, restated here), and there is one row per (key, time):
   no partial instant;
 * ``snapshot create --as-of T`` gives the same snapshot id (content hash) in all three replays, and
   ``--entities FILE`` returns the pandas values as of each entity's time;
-* DuckDB's ``events`` table gives bookings and mean price paid per hotel equal to pandas;
+* DuckDB's ``events`` table gives bookings and mean price paid per hotel equal to pandas, and the
+  job's columns of each event equal those the in-process drivers compute (:mod:`features.replay`);
 * the job's transactional ids on the broker carry the replay's prefix, and no two replays share one.
 """
 
@@ -33,9 +35,11 @@ import pytest
 
 from events.catalog import DAY_MS, HOUR_MS, MINUTE_MS, SPECS
 from events.config import KafkaConfig
-from events.models import dumps
+from events.models import dumps, parse_event
 from features.analytics import query
 from features.history import asof_root
+from features.raw_events import read_events
+from features.replay import events_frame
 from features.snapshots import load_snapshot
 from infra.config import StackConfig
 from infra.prereqs import java
@@ -191,6 +195,13 @@ def test_any_replay_gives_the_pandas_history_the_same_snapshot_and_the_raw_event
     assert got_sql["bookings"].to_dict() == booked.size().to_dict()
     assert np.allclose(got_sql["mean_price_paid"], booked["price_paid"].mean().loc[got_sql.index], rtol=1e-12)
     assert got_sql["bookings"].sum() > 10
+
+    # the in-process drivers' columns (features.replay, for training frames and benchmarks) are the job's
+    stored = read_events(run["offline"]).set_index("event_id").sort_index()
+    mine = events_frame(parse_event(e) for e in events).set_index("event_id").sort_index()
+    columns = ["is_search", "is_view", "n_booked", "n_cancelled", "lead_days", "tile_price_shown", "tile_rate"]
+    assert len(stored) == len(events)
+    assert _mismatches(mine, stored, columns) == 0
 
     # isolation: every replay's transactional ids carry its prefix, and none is another's
     ids = _transactional_ids(stack)
