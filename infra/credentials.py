@@ -28,6 +28,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from infra.config import StackConfig
+from infra.errors import StartError
 
 FILE = Path("secrets") / "stack-passwords.json"
 """Under the state dir: ``{"kafka": {principal: password}, "redis": {role: password}}``."""
@@ -72,6 +73,10 @@ def ensure(config: StackConfig) -> tuple[StackConfig, Path, list[str]]:
     """Every password of a secure stack: saved ones, set ones, and new ones for the rest (saved).
 
     Returns the filled config, the file, and the names generated now (``kafka:admin``, ``redis:writer``, ...).
+
+    Raises:
+        StartError: the broker was formatted with Kafka passwords that are neither set nor saved (new ones
+            would not match its SCRAM credentials).
     """
     from infra.kafka_security import PRINCIPALS
     from infra.redis_server import ROLES
@@ -86,6 +91,12 @@ def ensure(config: StackConfig) -> tuple[StackConfig, Path, list[str]]:
             if name not in given or not given[name].get_secret_value():
                 saved[kind][name] = SecretStr(secrets.token_urlsafe(_TOKEN_BYTES))
                 made.append(f"{kind}:{name}")
+    lost = [m.split(":", 1)[1] for m in made if m.startswith("kafka:")]
+    if lost and (config.state_dir / "kafka" / "data" / "meta.properties").exists():
+        # the broker's SCRAM credentials were formatted from passwords this state dir no longer has
+        msg = (f"kafka state {config.state_dir / 'kafka'}: formatted with SCRAM passwords of {lost} that neither "
+               f"{path} nor PRICESTREAM_KAFKA_PASSWORDS holds; set them, or start in a fresh PRICESTREAM_STATE_DIR")
+        raise StartError(msg)
     if made:
         _write(path, saved)
     return with_saved(config), path, made
