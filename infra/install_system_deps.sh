@@ -8,6 +8,8 @@ command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 # the dashboard tests render pages in a real headless browser
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+# bench/serve.py loads the HTTP servers with wrk (a C load generator: it leaves the cores to the servers)
+command -v wrk >/dev/null 2>&1 || need_apt+=(wrk)
 command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 
 if ((${#need_apt[@]})); then
