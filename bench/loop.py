@@ -199,7 +199,8 @@ def recovered(per: dict[str, np.ndarray], weeks: int) -> float:
 
 
 def report(name: str, sc_name: str, per_seed: list[dict[str, np.ndarray]], weeks: int) -> str:
-    print(f"\n{name} / {sc_name}: {len(per_seed)} seed(s); share of the DP per week (revenue | net of rooms' value)")
+    print(f"\n{name} / {sc_name}: {len(per_seed)} seed(s); share of the DP per week (revenue | net of rooms' value)",
+          flush=True)
     print("policy     " + " ".join(f"{'week ' + str(w + 1):>13s}" for w in range(weeks)) + "        total")
     for p in POLICIES:
         cells = []
@@ -208,7 +209,7 @@ def report(name: str, sc_name: str, per_seed: list[dict[str, np.ndarray]], weeks
             ratio = [float(np.sum(s[p][sl], axis=0)[k] / np.sum(s["dp"][sl], axis=0)[k])
                      for s in per_seed for k in (0, 1)]
             cells.append(f"{np.mean(ratio[0::2]):.3f}|{np.mean(ratio[1::2]):.3f}")
-        print(f"{p:10s} " + " ".join(f"{c:>13s}" for c in cells))
+        print(f"{p:10s} " + " ".join(f"{c:>13s}" for c in cells), flush=True)
     two = np.mean([recovered(s, min(2, weeks)) for s in per_seed])
     four = np.mean([recovered(s, min(4, weeks)) for s in per_seed])
     worst = min(float(s["loop"][w, 1] / s["frozen"][w, 1] - 1.0) for s in per_seed for w in range(weeks))
