@@ -104,10 +104,9 @@ def materialise(root: Path | str, *, since: str | None = None, keys: Collection[
     start = dates[0] if since is None else max(since, dates[0])
     wanted = [d for d in dates if d >= start]
     reading = [d for d in dates if d >= _shift(start, -LOOKBACK_DAYS)]
-    events = read_events(root, reading)
     stays = None if keys is None else set(keys)
-    if stays is not None:
-        events = events[events["hotel_id"].isin({k[0] for k in stays})]  # a hotel view reads all its stays
+    # a hotel view reads all the hotel's stays: the events of the changed stays' hotels
+    events = read_events(root, reading, hotels=None if stays is None else {k[0] for k in stays})
     rows = files = 0
     for i, view in enumerate(VIEW_SPECS):
         touched = None if stays is None else _touched(view.keys, stays)

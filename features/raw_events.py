@@ -26,7 +26,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -130,8 +130,9 @@ def event_dates(root: Path | str) -> list[str]:
                   if any(p.glob("part-*.parquet")))
 
 
-def read_events(root: Path | str, dates: Sequence[str] | None = None) -> pd.DataFrame:
-    """The events of ``dates`` (all by default), one row per accepted record, in a stable order.
+def read_events(root: Path | str, dates: Sequence[str] | None = None, *,
+                hotels: Collection[str] | None = None) -> pd.DataFrame:
+    """The events of ``dates`` (all by default) and ``hotels`` (all by default), one row per accepted record.
 
     The order (event time, then event id, then where it was read) depends on the events only, not on
     the order in which they arrived or the files they were written to.
@@ -139,7 +140,8 @@ def read_events(root: Path | str, dates: Sequence[str] | None = None) -> pd.Data
     files = event_files(root, dates)
     if not files:
         return EVENTS_SCHEMA.empty_table().to_pandas()
-    frame = pa.concat_tables([pq.read_table(f, schema=EVENTS_SCHEMA) for f in files]).to_pandas()
+    only = None if hotels is None else [("hotel_id", "in", sorted(hotels))]
+    frame = pa.concat_tables([pq.read_table(f, schema=EVENTS_SCHEMA, filters=only) for f in files]).to_pandas()
     frame = frame.drop_duplicates(list(SOURCE_KEYS))
     order = ["event_time", "event_id", *SOURCE_KEYS]
     return frame.sort_values(order, kind="stable", na_position="first").reset_index(drop=True)
