@@ -19,6 +19,7 @@ import typer
 
 from pricestream.commands import autoscale as autoscale_cmd
 from pricestream.commands import bid_price as bid_price_cmd
+from pricestream.commands import cancellations as cancellations_cmd
 from pricestream.commands import cold_start as cold_start_cmd
 from pricestream.commands import features as features_cmd
 from pricestream.commands import heavy as heavy_cmd
@@ -76,6 +77,7 @@ app.command("run")(run_cmd.run)
 app.add_typer(market_cmd.app, name="market")
 app.add_typer(cold_start_cmd.app, name="cold-start")
 app.add_typer(bid_price_cmd.app, name="bid-price")
+app.add_typer(cancellations_cmd.app, name="cancellations")
 app.add_typer(overbooking_cmd.app, name="overbooking")
 app.add_typer(keys_cmd.app, name="keys")
 app.add_typer(heavy_cmd.app, name="heavy")
