@@ -40,7 +40,8 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from tqdm import tqdm
 
-from serving.body import BadRequest, parse_body
+from serving.body import parse_body
+from serving.errors import BadRequest
 
 SEEDS: tuple[dict[str, Any], ...] = (
     {"hotel_id": "h042", "room_type": "double", "stay_date": "2026-12-24", "nights": 2, "channel": "web",

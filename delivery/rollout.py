@@ -56,12 +56,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
-import numpy as np
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry
 
 from delivery import (
     AdvanceResult,
@@ -76,6 +75,7 @@ from delivery import (
     Stage,
     hash_unit,
 )
+from delivery.evidence import DEFAULT_MAX_EVIDENCE, EvidenceBuffer, RolloutMetrics, ShadowJob
 from delivery.stages import LIVE_STAGES
 from events.models import OutcomeLabel, PricingDecision, PricingRequest
 from pricing.metrics import ScorerMetrics
@@ -94,8 +94,6 @@ DEFAULT_PAIR_SHARE = 0.05
 flip and price-distribution gates need paired prices after shadow, and 5% gives the default
 ``min_samples`` of pairs within a few thousand requests at a small CPU cost."""
 
-DEFAULT_MAX_EVIDENCE = 50_000
-"""Samples kept per evidence series (oldest dropped): enough for tight gates, bounded memory."""
 
 DEFAULT_MAX_PENDING = 1_000_000
 """Decisions awaiting a reward; a label later than that falls back to the offline label join."""
@@ -104,78 +102,6 @@ DEFAULT_REWEIGHT_EVERY = 200
 """Blend rewards between two Thompson weight updates (each costs a few thousand posterior draws)."""
 
 _PAIR_SALT = "pricestream-pairs"
-
-
-class _Job(NamedTuple):
-    """One background pricing: ``arm`` (the arm not served) prices ``request``."""
-
-    request: PricingRequest
-    arm: Arm
-
-
-class _Evidence:
-    """Per-stage evidence for the gates, bounded, thread safe."""
-
-    def __init__(self, maxlen: int) -> None:
-        self._lock = threading.Lock()
-        self._maxlen = maxlen
-        self.clear()
-
-    def clear(self) -> None:
-        with self._lock:
-            n = self._maxlen
-            self.pairs: deque[tuple[float, float]] = deque(maxlen=n)
-            self.latency: deque[float] = deque(maxlen=n)
-            self.booked: dict[Arm, deque[float]] = {"incumbent": deque(maxlen=n), "candidate": deque(maxlen=n)}
-            self.revenue: dict[Arm, deque[float]] = {"incumbent": deque(maxlen=n), "candidate": deque(maxlen=n)}
-
-    def add_pair(self, incumbent_price: float, candidate_price: float) -> None:
-        with self._lock:
-            self.pairs.append((incumbent_price, candidate_price))
-
-    def add_latency(self, ms: float) -> None:
-        with self._lock:
-            self.latency.append(ms)
-
-    def add_outcome(self, arm: Arm, booked: float, revenue: float) -> None:
-        with self._lock:
-            self.booked[arm].append(booked)
-            self.revenue[arm].append(revenue)
-
-    def snapshot(self) -> Evidence:
-        with self._lock:
-            pairs = np.asarray(self.pairs, dtype=float).reshape(-1, 2)
-            return Evidence(
-                incumbent_prices=pairs[:, 0].copy(),
-                candidate_prices=pairs[:, 1].copy(),
-                incumbent_booked=list(self.booked["incumbent"]),
-                candidate_booked=list(self.booked["candidate"]),
-                incumbent_revenue=list(self.revenue["incumbent"]),
-                candidate_revenue=list(self.revenue["candidate"]),
-                candidate_latency_ms=list(self.latency),
-            )
-
-
-class RolloutMetrics:
-    """Rollout counters and gauges, on the incumbent scorer's registry (so ``/metrics`` shows them)."""
-
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.decisions = Counter(
-            "pricestream_rollout_decisions_total", "Served decisions by rollout arm.", ["arm"], registry=registry
-        )
-        self.shadow = Counter(
-            "pricestream_rollout_shadow_total",
-            "Background pricings of the arm not served, by outcome (logged, late, failed, dropped).",
-            ["outcome"],
-            registry=registry,
-        )
-        self.weight = Gauge(
-            "pricestream_rollout_candidate_weight", "Candidate traffic weight in force.", registry=registry
-        )
-        self.rollbacks = Counter("pricestream_rollout_rollbacks_total", "Rollbacks and aborts.", registry=registry)
-        self.rollback_seconds = Gauge(
-            "pricestream_rollout_last_rollback_seconds", "Wall time of the last serving swap back.", registry=registry
-        )
 
 
 class RolloutScorer:
@@ -238,14 +164,14 @@ class RolloutScorer:
         self.unknown_rewards = 0
         self.callback_errors = 0
         self.last_rollback_ms: float | None = None
-        self._evidence = _Evidence(max_evidence)
+        self._evidence = EvidenceBuffer(max_evidence)
         self._pending: OrderedDict[str, tuple[Arm, float, Stage]] = OrderedDict()
         self._pending_lock = threading.Lock()
         self._blend_rewards = 0
         self._halted = False  # set by rollback() before the abort is persisted: serving flips first
         self._logged = 0
         self._logged_lock = threading.Lock()
-        self._shadow: ShadowRunner[_Job, PricingDecision] = ShadowRunner(
+        self._shadow: ShadowRunner[ShadowJob, PricingDecision] = ShadowRunner(
             self._price_other,
             on_result=self._on_shadow,
             latency_budget_ms=config.latency_budget_ms,
@@ -513,18 +439,18 @@ class RolloutScorer:
 
     def _submit(self, request: PricingRequest, served: PricingDecision, other: Arm) -> None:
         try:
-            accepted = self._shadow.submit(_Job(request, other), served)
+            accepted = self._shadow.submit(ShadowJob(request, other), served)
         except RolloutStateError:  # closed: serving goes on without background pricing
             accepted = False
         if not accepted:
             self.metrics.shadow.labels(outcome="dropped").inc()
 
-    def _price_other(self, job: _Job) -> PricingDecision:
+    def _price_other(self, job: ShadowJob) -> PricingDecision:
         scorer = self.arms.get(job.arm)
         decision, _ = scorer.price_traced(job.request, deadline_ms=self.delivery.latency_budget_ms)
         return decision  # never audited: no caller sees a background price
 
-    def _on_shadow(self, record: ShadowRecord[_Job, PricingDecision]) -> None:
+    def _on_shadow(self, record: ShadowRecord[ShadowJob, PricingDecision]) -> None:
         try:
             other = record.candidate
             if other is None:

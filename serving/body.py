@@ -31,6 +31,7 @@ Example:
     ...     err = exc
     >>> err.status, err.errors[0].field, err.errors[0].value
     (422, 'last_published_price', 'NaN')
+    >>> from serving.errors import error_json
     >>> json.loads(error_json(err))["errors"][0]["expected"]
     'a finite JSON number (NaN, Infinity and -Infinity are not JSON)'
 """
@@ -41,146 +42,26 @@ import json
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, overload
 
 from pydantic import ValidationError
 
 from events.models import DUPLICATE_EXPECTED, RULE_FIELDS, PricingRequest
-from pricing.errors import PricingError
-
-MAX_DEPTH = 8
-"""Deepest nesting accepted in a body. A batch is 3 levels (array, object, value); more
-than 8 is never a pricing request, and the bound keeps every walk over the value (and
-the error rendering) small whatever the client sent."""
-
-MAX_ERRORS = 20
-"""Field errors listed in one answer: enough to fix a body, bounded for a hostile one."""
-
-VALUE_CHARS = 200
-"""Characters of a rejected value echoed back (bodies can be large)."""
-
-ErrorCode = Literal["validation_error", "unsupported_media_type", "payload_too_large", "request_timeout"]
-
-
-@dataclass(frozen=True, slots=True)
-class FieldError:
-    """One problem with a request: where, what was sent, what the contract expects.
-
-    Attributes:
-        field: ``"nights"``, ``"[2].nights"`` for a batch item, ``"<body>"`` for the whole body.
-        value: the rejected value, JSON-safe (see :func:`safe_value`).
-        expected: what the contract expects there.
-    """
-
-    field: str
-    value: Any
-    expected: str
-
-    @property
-    def message(self) -> str:
-        return f"field {self.field!r}: got {self.value!r}, expected {self.expected}"
-
-    def as_json(self) -> dict[str, Any]:
-        return {"field": self.field, "value": self.value, "expected": self.expected, "message": self.message}
-
-
-class BadRequest(PricingError, ValueError):
-    """A request body the API refuses (4xx), with its field errors.
-
-    Attributes:
-        status: the HTTP status (413, 415 or 422).
-        code: the ``error`` member of the answer.
-        errors: at least one :class:`FieldError`.
-    """
-
-    def __init__(self, status: int, code: ErrorCode, errors: Sequence[FieldError]) -> None:
-        self.status = status
-        self.code = code
-        self.errors = tuple(errors[:MAX_ERRORS])
-        super().__init__(self.errors[0].message if self.errors else code)
-
-
-def error_json(exc: BadRequest, **extra: object) -> bytes:
-    """The answer's body: ``{"error", "message", "errors": [{field, value, expected, message}]}``, strict JSON."""
-    payload = {"error": exc.code, "message": str(exc), "errors": [e.as_json() for e in exc.errors], **extra}
-    return json.dumps(_text_safe(payload), ensure_ascii=False, allow_nan=False).encode()
-
+from serving.errors import MAX_DEPTH, MAX_ERRORS, VALUE_CHARS, BadRequest, FieldError, NotJson, clip, safe_value
 
 # -- values, rendered safely -----------------------------------------------------------------------
-
-
-class _NotJson(str):
-    """A number token JSON cannot carry (``NaN``, ``-Infinity``, ``1e309``), kept as its text."""
-
-    __slots__ = ()
-
-
-def _clip(text: str) -> str:
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates become visible escapes
-    return text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + "..."
-
-
-def safe_value(value: object) -> Any:
-    """``value`` as something strict JSON can carry: finite numbers and short valid text as they are,
-    anything else as a short string (``"NaN"``, ``'[1, 2]'``, ``"1e+20"``, ``"<integer of 5000 digits>"``).
-
-    Example:
-        >>> safe_value(float("nan")), safe_value(2), safe_value("\\ud800"), safe_value(10**20), safe_value(10**40)
-        ('nan', 2, '\\\\ud800', '100000000000000000000', '<integer of 41 digits>')
-    """
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, _NotJson):
-        return str(value)
-    if isinstance(value, str):
-        return _clip(value)
-    if isinstance(value, int):
-        # beyond 2**53 a JSON reader may round it, and str() of a huge int is slow (refused past 4300 digits)
-        return value if abs(value) < 2**53 else _big_int(value)
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, Mapping | list | tuple):
-        try:
-            text = json.dumps(_text_safe(value), ensure_ascii=False, allow_nan=False, default=str)
-        except (ValueError, RecursionError):  # NaN inside, or a cycle: say what it was instead
-            text = f"<{type(value).__name__} of {len(value)} items>"
-        return _clip(text)
-    return _clip(str(value))
-
-
-def _big_int(value: int) -> str:
-    """Up to 40 digits, the number as text (exact, whatever the reader's floats); beyond, its size."""
-    bits = value.bit_length()
-    if bits > 14_000:  # str() would be refused past 4300 digits
-        return f"<integer of about {int(bits * math.log10(2)) + 1} digits>"
-    text = str(value)
-    return text if len(text.lstrip("-")) <= 40 else f"<integer of {len(text.lstrip('-'))} digits>"
-
-
-def _text_safe(value: object, depth: int = 0) -> Any:
-    """``value`` with every string (keys too) made valid Unicode; bounded depth."""
-    if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    if depth > MAX_DEPTH + 4:
-        return "<nested too deep>"
-    if isinstance(value, Mapping):
-        return {_text_safe(str(k)): _text_safe(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_text_safe(v, depth + 1) for v in value]
-    return value
 
 
 # -- bytes to JSON ---------------------------------------------------------------------------------
 
 
-def _constant(token: str) -> _NotJson:
-    return _NotJson(token)
+def _constant(token: str) -> NotJson:
+    return NotJson(token)
 
 
-def _float(token: str) -> float | _NotJson:
+def _float(token: str) -> float | NotJson:
     number = float(token)
-    return number if math.isfinite(number) else _NotJson(token)
+    return number if math.isfinite(number) else NotJson(token)
 
 
 class _DuplicateKey(ValueError):
@@ -210,17 +91,25 @@ def _body_error(value: object, expected: str) -> BadRequest:
 _PLAIN_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_float)
 
 
-def _whole(text: str) -> None:
-    """Raise the malformed-JSON error of ``text`` if it has one (the duplicate-key hook stops before)."""
+def _decoded(decoder: json.JSONDecoder, text: str) -> Any:
+    """``text`` decoded, every failure of the decoder a 422 naming it (a duplicate key passes through)."""
     try:
-        _PLAIN_DECODER.decode(text)
+        return decoder.decode(text)
+    except RecursionError as exc:  # the C scanner recurses per level: a body of '[' * 60_000 gets here
+        shown = "JSON nested thousands of levels deep"
+        raise _body_error(shown, f"at most {MAX_DEPTH} levels") from exc
+    except _DuplicateKey:
+        raise
     except json.JSONDecodeError as exc:
         shown = f"malformed JSON at line {exc.lineno} column {exc.colno} (character {exc.pos}): {exc.msg}"
         raise _body_error(shown, "a JSON value") from exc
+    except ValueError as exc:  # an integer literal past Python's 4300-digit conversion limit
+        raise _body_error(f"an integer literal too long to read ({exc})"[:VALUE_CHARS], "a JSON number") from exc
 
 
 def decode_json(raw: bytes) -> Any:
-    """Strict JSON of ``raw``: UTF-8, no non-finite numbers, no lone surrogates, at most :data:`MAX_DEPTH` deep.
+    """Strict JSON of ``raw``: UTF-8, no non-finite numbers, no lone surrogates, no key twice in an object,
+    at most :data:`MAX_DEPTH` deep.
 
     Raises:
         BadRequest: 422 naming the byte or character offset, or the field holding the bad value.
@@ -235,19 +124,11 @@ def decode_json(raw: bytes) -> Any:
         shown = "an empty body"
         raise _body_error(shown, "a JSON body")
     try:
-        value = _DECODER.decode(text)
-    except RecursionError as exc:  # the C scanner recurses per level: a body of '[' * 60_000 gets here
-        shown = "JSON nested thousands of levels deep"
-        raise _body_error(shown, f"at most {MAX_DEPTH} levels") from exc
+        value = _decoded(_DECODER, text)
     except _DuplicateKey as exc:
-        _whole(text)  # a text that is not JSON as a whole says so first (trailing data after the object)
-        raise BadRequest(422, "validation_error", [FieldError(_clip(exc.key), safe_value(exc.value),
+        _decoded(_PLAIN_DECODER, text)  # a text that is not JSON as a whole says so first (trailing data)
+        raise BadRequest(422, "validation_error", [FieldError(clip(exc.key), safe_value(exc.value),
                                                               DUPLICATE_EXPECTED)]) from exc
-    except json.JSONDecodeError as exc:
-        shown = f"malformed JSON at line {exc.lineno} column {exc.colno} (character {exc.pos}): {exc.msg}"
-        raise _body_error(shown, "a JSON value") from exc
-    except ValueError as exc:  # an integer literal past Python's 4300-digit conversion limit
-        raise _body_error(f"an integer literal too long to read ({exc})"[:VALUE_CHARS], "a JSON number") from exc
     if _may_hold_problems(text):
         problems = list(_problems(value))
         if problems:
@@ -272,7 +153,7 @@ def _problems(value: object) -> Iterator[FieldError]:
     stack: list[tuple[str, Any, int]] = [("", value, 0)]
     while stack:
         path, item, depth = stack.pop()
-        if isinstance(item, _NotJson):
+        if isinstance(item, NotJson):
             yield FieldError(path or "<body>", str(item), _OVERFLOW if item[-1:].isdigit() else _NON_FINITE)
         elif isinstance(item, str):
             if not _is_unicode(item):
@@ -299,7 +180,7 @@ def _is_unicode(text: str) -> bool:
 def _join(path: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"
-    key = _clip(key)
+    key = clip(key)
     return f"{path}.{key}" if path else key
 
 
@@ -406,7 +287,7 @@ def _from_pydantic(error: Mapping[str, Any], prefix: str) -> FieldError:
     for part in loc:
         path = _join(path, part)
     expected = str(error.get("msg", "a valid value")).removeprefix("Value error, ")
-    return FieldError(path or "<body>", safe_value(error.get("input")), _clip(expected))
+    return FieldError(path or "<body>", safe_value(error.get("input")), clip(expected))
 
 
 def from_validation_errors(errors: Sequence[Mapping[str, Any]]) -> BadRequest:

@@ -30,7 +30,8 @@ from starlette.concurrency import run_in_threadpool
 
 from events.models import Channel, Identifier, PricingRequest
 from pricing.groups import GroupQuoter
-from serving.body import BadRequest, FieldError, check_content_type, decode_json, from_validation_errors
+from serving.body import check_content_type, decode_json, from_validation_errors
+from serving.errors import BadRequest, FieldError
 
 GROUP_HORIZON_DAYS = 450
 """Furthest night a group may ask for, in days from today: the booking window of the calibrated markets."""

@@ -53,7 +53,8 @@ from pricing.bid_price import DemandForecast
 from pricing.errors import PricingError
 from pricing.scorer import ModelSource
 from pricing.tiers import Quote, TierPricer
-from serving.body import BadRequest, FieldError, error_json, from_validation_errors
+from serving.body import from_validation_errors
+from serving.errors import BadRequest, FieldError, error_json
 
 PricerSource = Callable[[], TierPricer | None]
 """The heavy pricer in force (``None`` while none is loaded); called per request, so a reload shows at once."""

@@ -68,7 +68,8 @@ from pricing.groups import GroupQuoter
 from pricing.metrics import ScorerMetrics
 from pricing.pricer import Pricer
 from serving.auth import KeyRing, RateLimiter, SecurityGate, refused_counter
-from serving.body import BadRequest, FieldError, error_json, from_validation_errors, parse_body
+from serving.body import from_validation_errors, parse_body
+from serving.errors import BadRequest, FieldError, error_json
 from serving.groups import GroupAudit, add_group_route
 from serving.openapi import ERROR_RESPONSES, HEALTH_RESPONSES, METRICS_RESPONSES, Health, documented_openapi
 from serving.openapi import request_body as spec_request_body

@@ -29,7 +29,7 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, ConfigDict, Field
 
 from events.models import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, SCHEMA_VERSION, PricingRequest
-from serving.body import ErrorCode
+from serving.errors import ErrorCode
 
 _REF = "#/components/schemas/{model}"
 _REQUEST_REF = {"$ref": _REF.format(model="PricingRequest")}

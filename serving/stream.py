@@ -48,7 +48,8 @@ from events.models import MAX_RECORD_BYTES, PricingDecision, PricingRequest, dum
 from events.runtime import BatchContext, DeliveryFailed, Output, Record, Runtime, RuntimeConfig, Step
 from pricing.errors import PricingError
 from pricing.pricer import Pricer
-from serving.body import BadRequest, parse_body
+from serving.body import parse_body
+from serving.errors import BadRequest
 
 __all__ = [
     "ScoreStep", "StreamScorerConfig", "StreamScorerError", "StreamStats", "parse_request", "run", "runtime_config",

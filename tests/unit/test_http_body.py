@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from serving.body import MAX_DEPTH, BadRequest, parse_body, safe_value
+from serving.body import parse_body
+from serving.errors import MAX_DEPTH, BadRequest, safe_value
 
 BASE = '{"hotel_id": "h1", "room_type": "std", "stay_date": "2026-12-24", "guest_key": %s}'
 
