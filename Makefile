@@ -32,3 +32,22 @@ $(STAMP): pyproject.toml infra/requirements.lock
 
 down:
 	$(VENV)/bin/pricestream down
+
+# The image of infra/k8s's manifests, built with podman from a Debian root made by debootstrap (no registry
+# needed). `make image-check` runs `pricestream --help` and a /healthz probe of `serve` in it.
+IMAGE      ?= pricestream/pricestream:0.1.0
+BASE_IMAGE ?= localhost/pricestream-base:bookworm
+PODMAN     ?= podman --runtime /usr/sbin/runc
+
+.PHONY: image image-base image-check
+image-base:
+	@bash infra/image_base.sh $(BASE_IMAGE)
+
+image: image-base
+	$(PODMAN) build --build-arg BASE=$(BASE_IMAGE) -t $(IMAGE) .
+
+image-check: image
+	$(PODMAN) run --rm $(IMAGE) --help
+	$(PODMAN) run --rm --network host -e PRICESTREAM_HTTP_PORT=18765 -e PRICESTREAM_BOOTSTRAP_ROWS=500 \
+	  -e PRICESTREAM_AUDIT=false --entrypoint bash $(IMAGE) -c \
+	  'pricestream serve & for i in $$(seq 120); do python3 -c "import urllib.request; urllib.request.urlopen(\"http://127.0.0.1:18765/healthz\", timeout=2)" && exit 0; sleep 2; done; exit 1'
