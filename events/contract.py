@@ -87,6 +87,10 @@ class HotelProfile(BaseModel):
 
     zone: str = Field(default="Etc/GMT+12", description="IANA time zone of the hotel (stay dates are local)")
     price_range: tuple[float, float] = DEFAULT_PRICE_RANGE
+    room_types: tuple[str, ...] | None = Field(
+        default=None, description="room types the hotel sells; a request for another is priced by the rules, saying so")
+    price_decimals: int | None = Field(
+        default=None, ge=0, le=4, description="digits of the currency's minor unit (default the deployment's, 2)")
 
     @field_validator("zone")
     @classmethod

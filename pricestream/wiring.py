@@ -189,6 +189,22 @@ def _bid_file(settings: Settings) -> BidPriceConfig | None:
         raise ValueError(msg) from exc
 
 
+def scorer_config(settings: Settings) -> ScorerConfig:
+    """The scorer's settings: deadline, input guard, the currency's minor unit and the hotels' room types.
+
+    Example:
+        >>> scorer_config(Settings(price_decimals=0)).price_decimals
+        0
+    """
+    profiles = settings.hotel_profiles()
+    return ScorerConfig(
+        deadline_ms=settings.deadline_ms, input_guard=settings.input_guard_config(),
+        price_decimals=settings.price_decimals,
+        hotel_decimals={h: p.price_decimals for h, p in profiles.items() if p.price_decimals is not None},
+        room_types={h: p.room_types for h, p in profiles.items() if p.room_types is not None},
+    )
+
+
 def build_scorer(
     settings: Settings,
     *,
@@ -224,8 +240,7 @@ def build_scorer(
 
         feature_source = RedisFeatureSource(settings.features())
     scorer = Scorer(
-        config or ScorerConfig(deadline_ms=settings.deadline_ms, input_guard=settings.input_guard_config(),
-                               price_decimals=settings.price_decimals),
+        config or scorer_config(settings),
         rules=RuleSet.load(settings.rules_file),
         feature_source=feature_source,
         light=None,

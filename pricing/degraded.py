@@ -43,6 +43,7 @@ HEAVY_DEADLINE = "heavy_deadline"
 BAD_PRICE = "bad_price"
 IMPOSSIBLE_INPUT = "impossible_input"
 OOD_INPUT = "ood_input"
+UNKNOWN_ROOM_TYPE = "unknown_room_type"
 
 REASON_CODES: tuple[str, ...] = (
     FEATURE_STORE_UNAVAILABLE,
@@ -58,6 +59,7 @@ REASON_CODES: tuple[str, ...] = (
     BAD_PRICE,
     IMPOSSIBLE_INPUT,
     OOD_INPUT,
+    UNKNOWN_ROOM_TYPE,
 )
 """Every degradation code; the label values of ``pricestream_degraded_decisions_total``."""
 

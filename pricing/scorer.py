@@ -192,6 +192,10 @@ class ScorerConfig(BaseModel):
     """ML01: impossible or out-of-distribution requests are priced by the rules (:mod:`pricing.input_guard`)."""
     price_decimals: int = Field(default=dg.PRICE_DECIMALS, ge=0, le=4)
     """Prices leave rounded to the currency's minor unit (2: cents; 0 for a currency without one)."""
+    hotel_decimals: dict[str, int] = Field(default_factory=dict)
+    """Per hotel, the minor unit of its currency where it differs (the hotel profiles' ``price_decimals``)."""
+    room_types: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """Per hotel, the room types it sells (the hotel profiles); a request for another is priced by the rules."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,6 +386,8 @@ class Scorer:
             result = _Result(outcome.decided_price, "rules", degradation=problem)
         elif problem is not None:
             result = _Result(outcome.rule_price, "rules", degradation=problem)
+        elif (unknown := self._unknown_room(request)) is not None:
+            result = _Result(outcome.rule_price, "rules", degradation=unknown)
         elif (stale := self._staleness(request, read)) is not None:
             result = _Result(outcome.rule_price, "rules", degradation=stale)
         elif (suspect := self._suspect(request, features, models)) is not None:  # ML01: no model for it
@@ -389,7 +395,8 @@ class Scorer:
         else:
             result = self._routed(request, features, read, outcome, deadline, models)
         unrounded = dg.final_price(result.price, outcome, request.last_published_price)
-        price = dg.money(unrounded, self.config.price_decimals, low=outcome.floor, high=outcome.ceiling)
+        decimals = self.config.hotel_decimals.get(request.hotel_id, self.config.price_decimals)
+        price = dg.money(unrounded, decimals, low=outcome.floor, high=outcome.ceiling)
         latency_ms = deadline.elapsed_ms()
         decision = PricingDecision(
             hotel_id=request.hotel_id,
@@ -434,6 +441,14 @@ class Scorer:
         if not isinstance(meta, dict):
             return self._guard.check(request, features, None)
         return self._guard.check(request, features, meta.get("trained_range") or meta.get("envelope"))
+
+    def _unknown_room(self, request: PricingRequest) -> Degradation | None:
+        """A room type the hotel's profile does not list (None: listed, or the hotel lists none)."""
+        known = self.config.room_types.get(request.hotel_id)
+        if known is None or request.room_type in known:
+            return None
+        return Degradation(dg.UNKNOWN_ROOM_TYPE, f"room_type {request.room_type!r} is not sold by hotel "
+                                                 f"{request.hotel_id!r} (its room types: {list(known)})")
 
     def _staleness(self, request: PricingRequest, read: FeatureRead) -> Degradation | None:
         limit = self.config.stale_after_s

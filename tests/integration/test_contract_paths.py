@@ -66,6 +66,9 @@ def _hostile() -> list[tuple[bytes, str | None]]:
         (patched(price_shown=1e9), "price_shown"),
         (patched(hotel_id="h\u2028"), "hotel_id"),
         (b'{"event_type": "view", "pad": "' + b"x" * 2_000_000 + b'"}', "<record>"),  # once crashed the job
+        (raw[:-1] + b', "hotel_id": "h2"}', "hotel_id"),  # a key twice: readers disagree on which value wins
+        (patched(hotel_id="h\u200b1"), "hotel_id"),  # a zero-width space: prints like h1
+        (patched(room_type="   "), "room_type"),  # all spaces
     ]
 
 
@@ -155,7 +158,7 @@ def test_sdk_and_flink_give_the_same_verdict_and_field(verdicts: tuple) -> None:
 
 _HOSTILE_IDS = ["nan-string", "nan", "infinity", "1e309", "rooms-2", "schema-v2", "numeric-hotel", "numeric-room",
                 "long-hotel", "bad-uuid", "cancel-no-booking", "bad-utf8", "lone-surrogate", "trailing", "time-minus-1",
-                "time-1e20", "nights-61", "price-1e9", "u2028", "2mb"]
+                "time-1e20", "nights-61", "price-1e9", "u2028", "2mb", "duplicate-key", "zero-width", "all-space"]
 
 
 @pytest.mark.parametrize("index", range(len(_HOSTILE_IDS)), ids=_HOSTILE_IDS)

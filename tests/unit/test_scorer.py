@@ -321,3 +321,19 @@ def test_prices_leave_rounded_to_the_currencys_minor_unit_with_the_models_value_
         assert d.price == round(d.price, decimals)
         assert d.model_price is not None and abs(d.model_price - d.price) <= 0.5 * 10.0**-decimals + 1e-9
     assert any(d.model_price != d.price for d in models)  # the model's own value is kept beside the quote
+
+
+def test_a_room_type_the_hotel_does_not_sell_is_priced_by_the_rules_saying_why(pricers: tuple[Any, Any]) -> None:
+    config = ScorerConfig(snapshot_id="snap-3", stale_after_s=3600.0, room_types={"h1": ("std", "suite")},
+                          hotel_decimals={"h1": 0})
+    scorer = _scorer(*pricers, config=config)
+    sold = scorer.price(_request())
+    assert sold.tier != "rules" and not sold.degraded
+    assert sold.price == round(sold.price)  # the hotel's currency has no minor unit
+    odd = PricingRequest(hotel_id="h1", room_type="penthouse", stay_date=STAY, event_time=T0)
+    unknown = scorer.price(odd)
+    assert (unknown.tier, unknown.degraded) == ("rules", True)
+    assert unknown.degraded_reason is not None and unknown.degraded_reason.startswith(
+        "unknown_room_type: room_type 'penthouse' is not sold by hotel 'h1' (its room types: ['std', 'suite'])")
+    other_hotel = scorer.price(PricingRequest(hotel_id="h2", room_type="penthouse", stay_date=STAY, event_time=T0))
+    assert other_hotel.degraded_reason is None or "unknown_room_type" not in other_hotel.degraded_reason

@@ -23,6 +23,7 @@ import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonFactory;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonParser;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonProcessingException;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonToken;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.StreamReadFeature;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.json.JsonReadFeature;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.DeserializationFeature;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
@@ -125,6 +126,7 @@ public class ParseEvent extends TableFunction<Row> {
         mapper = JsonMapper.builder()
             .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)  // NaN is a number the rules refuse, as pydantic does
             .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)  // a key twice: refused naming it, as pydantic's path
             .build();
         JsonNode spec = mapper.readTree(Base64.getUrlDecoder().decode(encoded));
         maxBytes = spec.get("max_record_bytes").asInt();
@@ -249,6 +251,9 @@ public class ParseEvent extends TableFunction<Row> {
         return row;
     }
 
+    /** Jackson's message for a key met twice in one object (STRICT_DUPLICATE_DETECTION). */
+    private static final Pattern DUPLICATE = Pattern.compile("^Duplicate field '(.*)'$");
+
     private JsonNode parse(byte[] payload) throws Invalid {
         if (payload == null) {
             throw new Invalid("<record>", "record: empty (a tombstone), expected one JSON object", "MalformedRecord");
@@ -269,6 +274,11 @@ public class ParseEvent extends TableFunction<Row> {
             }
         } catch (JsonProcessingException e) {
             String why = e.getOriginalMessage();
+            java.util.regex.Matcher twice = DUPLICATE.matcher(why == null ? "" : why);
+            if (twice.find()) {
+                throw new Invalid(twice.group(1), "field " + twice.group(1) + ": appears twice, expected a key that "
+                    + "appears once in its object (JSON readers disagree on which value wins)", "ValidationError");
+            }
             throw new Invalid("<record>", "record: not JSON (" + clip(why, 120) + "), expected one JSON object",
                 "MalformedRecord");
         } catch (java.io.IOException e) {
