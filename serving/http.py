@@ -365,6 +365,23 @@ def create_app(
     _add_docs(app)
     app.add_exception_handler(RequestValidationError, _refused)
     app.add_exception_handler(BadRequest, _refused)
+    _add_price_routes(app, scorer, config)
+    if groups is not None:
+        add_group_route(app, groups, audit=group_audit, horizon_days=config.group_horizon_days)
+    if config.ops_routes:
+        _add_ops_routes(app, scorer, checks)
+    keys = KeyRing(config.keys_file) if config.keys_file is not None else None
+    limiter = RateLimiter(config.rate_limit) if config.rate_limit else None
+    if keys is not None or limiter is not None:
+        app.add_middleware(SecurityGate, keys=keys, limiter=limiter, refused=refused_counter(scorer.stats.registry))
+    app.add_middleware(_Guard, max_body_bytes=config.max_body_bytes, stats=scorer.stats,
+                       body_timeout_s=config.body_timeout_s)
+    app.openapi = documented_openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+def _add_price_routes(app: FastAPI, scorer: Pricer, config: ServiceConfig) -> None:
+    """``POST /v1/price`` and ``POST /v1/price:batch``: the strict body parser, then the pricer in a thread."""
     config_ms = scorer.config.deadline_ms
     max_batch = config.max_batch
 
@@ -393,19 +410,6 @@ def create_app(
         decisions = await run_in_threadpool(scorer.price_batch, body, deadline_ms=budget)
         raw = b"[" + b",".join(d.__pydantic_serializer__.to_json(d) for d in decisions) + b"]"
         return Response(raw, media_type="application/json")
-
-    if groups is not None:
-        add_group_route(app, groups, audit=group_audit, horizon_days=config.group_horizon_days)
-    if config.ops_routes:
-        _add_ops_routes(app, scorer, checks)
-    keys = KeyRing(config.keys_file) if config.keys_file is not None else None
-    limiter = RateLimiter(config.rate_limit) if config.rate_limit else None
-    if keys is not None or limiter is not None:
-        app.add_middleware(SecurityGate, keys=keys, limiter=limiter, refused=refused_counter(scorer.stats.registry))
-    app.add_middleware(_Guard, max_body_bytes=config.max_body_bytes, stats=scorer.stats,
-                       body_timeout_s=config.body_timeout_s)
-    app.openapi = documented_openapi(app)  # type: ignore[method-assign]
-    return app
 
 
 def _add_ops_routes(app: FastAPI, scorer: Pricer, checks: Mapping[str, Probe]) -> None:
