@@ -277,6 +277,9 @@ class Settings(BaseSettings):
     """Port of ``pricestream heavy serve``."""
     heavy_deadline_ms: float = Field(default=30.0, gt=0, le=10_000)
     """Longest wait for a remote heavy quote; past it the light model's price stands, flagged degraded."""
+    model_backend: Literal["onnx", "compiled"] = "onnx"
+    """How the light and heavy tiers score their boosters: onnxruntime, or compiled to machine code by lleaves
+    (``pricing.compiled``; compiled at load when the bundle's artefact was built for another CPU or compiler)."""
 
     @model_validator(mode="before")
     @classmethod

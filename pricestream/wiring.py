@@ -120,7 +120,8 @@ def train_bootstrap(
 
 
 def pricer_loader(settings: Settings) -> Callable[[Path], Any]:
-    """``load(bundle_dir)``: a tier pricer, exploring its shown price when ``settings.explore_band`` > 0.
+    """``load(bundle_dir)``: a tier pricer on ``settings.model_backend``, exploring its shown price when
+    ``settings.explore_band`` > 0.
 
     Example:
         >>> pricer_loader(Settings(explore_band=0.05)).__name__
@@ -143,9 +144,10 @@ def pricer_loader(settings: Settings) -> Callable[[Path], Any]:
             if meta["tier"] == "heavy":
                 return RemoteHeavyPricer(settings.heavy_endpoint(), version=str(meta["version"]),
                                          deadline_ms=settings.heavy_deadline_ms, name=str(meta["name"]))
+        backend = settings.model_backend
         if capacity is None:
-            return load_pricer(bundle_dir, exploration=exploration)
-        return load_pricer(bundle_dir, exploration=exploration, capacity=capacity)
+            return load_pricer(bundle_dir, exploration=exploration, backend=backend)
+        return load_pricer(bundle_dir, exploration=exploration, capacity=capacity, backend=backend)
 
     return load
 

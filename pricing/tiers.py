@@ -43,6 +43,7 @@ import numpy.typing as npt
 from events.models import PricingRequest
 from pricing.bid_price import BidPriceConfig, DemandForecast, bid_price, cost_per_night, forecast, logit_tail
 from pricing.channel_response import channel_offsets
+from pricing.compiled import CompiledDemandModel, ModelBackend
 from pricing.errors import BundleError
 from pricing.exploration import ExplorationConfig, explore, in_force
 from pricing.feature_source import FeatureRead
@@ -232,6 +233,18 @@ class StayFeatures(Protocol):
     def read(self, hotel_id: str, room_type: str, stay_date: date) -> FeatureRead: ...
 
 
+def _demand_model(
+    path: Path, meta: Mapping[str, Any], blob: bytes, backend: ModelBackend
+) -> OnnxDemandModel | CompiledDemandModel:
+    """The bundle's demand model on ``backend``: onnxruntime over ``blob``, or its compiled boosters."""
+    if backend == "onnx":
+        return OnnxDemandModel(blob)
+    if backend == "compiled":
+        return CompiledDemandModel.from_bundle(path, list(meta["boosters"]))
+    msg = f"backend: {backend!r}, expected 'onnx' or 'compiled'"
+    raise BundleError(msg)
+
+
 class _BundlePricer:
     grid_size = LIGHT_GRID
     refine_passes = 0
@@ -247,6 +260,7 @@ class _BundlePricer:
         exploration: ExplorationConfig | None = None,
         price_response: bool = True,
         stay_features: StayFeatures | None = None,
+        backend: ModelBackend = "onnx",
     ) -> None:
         self._capacity = capacity
         self._stay_features = stay_features
@@ -263,7 +277,7 @@ class _BundlePricer:
         if hashlib.sha256(blob).hexdigest() != expected:
             msg = f"bundle {self._path}: {ONNX_FILE} sha256 does not match meta.json ({expected})"
             raise BundleError(msg)
-        self._model = OnnxDemandModel(blob)
+        self._model = _demand_model(self._path, self._meta, blob, backend)
         self._columns = tuple(self._meta["columns"])
         if self._model.n_features != len(self._columns):
             msg = f"bundle {self._path}: model takes {self._model.n_features} inputs, meta lists {len(self._columns)}"
@@ -574,6 +588,7 @@ def load_pricer(
     exploration: ExplorationConfig | None = None,
     price_response: bool = True,
     stay_features: StayFeatures | None = None,
+    backend: ModelBackend = "onnx",
 ) -> LightPricer | HeavyPricer:
     """The pricer for a bundle, chosen by ``meta.json``'s ``tier``.
 
@@ -582,6 +597,8 @@ def load_pricer(
     with the bundle's pooled price response (:mod:`pricing.price_response`) when it has one;
     ``stay_features`` (e.g. the scorer's feature source) gives the bid prices of a stay's later nights
     (``BidPriceConfig.stays_hold_nights``): the stay is priced against the sum of its nights' bids.
+    ``backend`` scores the demand model with onnxruntime (``"onnx"``) or the compiled boosters
+    (``"compiled"``, :mod:`pricing.compiled`: equal to LightGBM's own predictions within 1e-6).
 
     Raises:
         BundleError: if the bundle is missing, corrupt or of an unknown tier.
@@ -589,9 +606,9 @@ def load_pricer(
     meta = read_meta(bundle_dir)
     if meta["tier"] == "light":
         return LightPricer(bundle_dir, meta=meta, capacity=capacity, exploration=exploration,
-                           price_response=price_response, stay_features=stay_features)
+                           price_response=price_response, stay_features=stay_features, backend=backend)
     if meta["tier"] == "heavy":
         return HeavyPricer(bundle_dir, meta=meta, capacity=capacity, exploration=exploration,
-                           price_response=price_response, stay_features=stay_features)
+                           price_response=price_response, stay_features=stay_features, backend=backend)
     msg = f"bundle {bundle_dir}: tier {meta['tier']!r}, expected 'light' or 'heavy'"
     raise BundleError(msg)

@@ -2,7 +2,8 @@
 
 A bundle holds ``model.onnx`` (all members fused into one graph, output
 ``p_book`` of shape ``(n, members)``), the native boosters ``booster_<i>.txt``
-(for continued training and parity checks) and ``meta.json``: name, version,
+(for continued training and parity checks), the same boosters compiled for this host
+(``compiled/``, :mod:`pricing.compiled`; ``compiled=False`` skips it) and ``meta.json``: name, version,
 tier, columns, the sha256 of every ONNX file, tree count, train/holdout
 metrics and a per-column envelope (1st/99th percentile) for off-distribution
 checks. The version is derived from the ONNX bytes, so equal models get equal
@@ -19,7 +20,7 @@ Example:
     >>> out = tempfile.mkdtemp()
     >>> info = train_bundle(frame, out, tier="light", config=DemandModelConfig(num_trees=10))
     >>> info.tier, info.n_trees, sorted(p.name for p in info.path.iterdir())
-    ('light', 10, ['booster_0.txt', 'meta.json', 'model.onnx'])
+    ('light', 10, ['booster_0.txt', 'compiled', 'meta.json', 'model.onnx'])
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from pricing.channel_response import fit_channel_offsets
+from pricing.compiled import export_compiled
 from pricing.errors import BundleError, TrainingError
 from pricing.models import (
     HEAVY_CONFIG,
@@ -182,6 +184,7 @@ def train_bundle(
     init_model: str | Path | None = None,
     config: DemandModelConfig | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    compiled: bool = True,
 ) -> BundleInfo:
     """Train the tier's demand model on ``frame`` and write a bundle to ``out_dir``.
 
@@ -195,6 +198,8 @@ def train_bundle(
         init_model: a bundle directory of the same tier to continue training from.
         config: hyper-parameters; ``None`` means the tier default.
         on_progress: called with ``(members_done, members_total)``.
+        compiled: also write the members compiled for this host (``compiled/``, :mod:`pricing.compiled`:
+            ~3 s of CPU per heavy member); without it the compiled backend compiles them at load.
 
     Raises:
         TrainingError: if the frame lacks columns, rows or one of the classes.
@@ -227,7 +232,7 @@ def train_bundle(
     metrics.update({f"train_{k}": v for k, v in binary_metrics(y, predict_native(members, x).mean(axis=1)).items()})
     response = fit_price_response(frame) if {"price", "base_rate"} <= set(frame.columns) else None
     return _write(Path(out_dir), members, tier=tier, columns=columns, metrics=metrics, parent=parent, x=x, seed=seed,
-                  response=response, channels=fit_channel_offsets(frame, response))
+                  response=response, channels=fit_channel_offsets(frame, response), compiled=compiled)
 
 
 def _write(
@@ -242,6 +247,7 @@ def _write(
     seed: int,
     response: PriceResponse | None = None,
     channels: Mapping[str, float] | None = None,
+    compiled: bool = True,
 ) -> BundleInfo:
     out.mkdir(parents=True, exist_ok=True)
     onnx_bytes = to_onnx(members, n_features=len(columns)).SerializeToString()
@@ -250,6 +256,8 @@ def _write(
     names = [f"booster_{i}.txt" for i in range(len(members))]
     for name, booster in zip(names, members, strict=True):
         booster.save_model(str(out / name))
+    if compiled:
+        export_compiled(out, names)
     name = f"demand-{tier}"
     version = f"{tier}-{sha[ONNX_FILE][:12]}"
     meta = {
