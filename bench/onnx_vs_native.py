@@ -1,9 +1,12 @@
-"""Benchmark: native LightGBM ``Booster.predict`` vs onnxruntime, measured in the same run.
+"""Benchmark: native LightGBM ``Booster.predict`` vs onnxruntime vs the compiled boosters, in the same run.
 
 Prints rows/s for a single row and a batch of 1,000, for the light model and
 the heavy ensemble (native boosters one by one, one ONNX session per member,
-and the fused single-graph session), plus whole-quote latency, and the ratios.
-Goal: ONNX >= 3x native for a single row.
+the fused single-graph session and the compiled members of :mod:`pricing.compiled`),
+whole-quote latency on each backend, the ratios to native, and the load average
+at the start and the end (CPU time is measured, but a loaded host still slows
+every peer: a final figure needs a quiet host).
+Goal: compiled >= 10x native for a single light row.
 
 Run: ``.venv/bin/python bench/onnx_vs_native.py [--heavy-trees 300] [--repeats 5]``
 """
@@ -11,6 +14,7 @@ Run: ``.venv/bin/python bench/onnx_vs_native.py [--heavy-trees 300] [--repeats 5
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -23,6 +27,7 @@ import numpy as np
 from events.catalog import ALL_FEATURES
 from events.models import PricingRequest
 from market.synthetic import training_frame
+from pricing.compiled import CompiledDemandModel, ModelBackend
 from pricing.models import HEAVY_CONFIG
 from pricing.onnx_runtime import OnnxDemandModel, to_onnx
 from pricing.tiers import load_pricer
@@ -60,6 +65,7 @@ def bench_tier(bundle: Path, label: str, repeats: int) -> dict[str, float]:
     peers: dict[str, Callable[[np.ndarray], object]] = {
         "native": lambda a: [b.predict(a, num_threads=1) for b in boosters],
         "onnx fused": fused.predict,
+        "compiled": CompiledDemandModel.from_bundle(bundle, meta["boosters"]).predict,
     }
     if len(boosters) > 1:
         peers["onnx per member"] = lambda a: [m.predict(a) for m in per_member]
@@ -73,7 +79,8 @@ def bench_tier(bundle: Path, label: str, repeats: int) -> dict[str, float]:
     for key, value in out.items():
         print(f"  {key:>22} rows: {value:>12,.0f} rows/s")
     for size in ("1", "1000"):
-        print(f"  ratio onnx fused / native, batch {size:>4}: {out[f'onnx fused {size}'] / out[f'native {size}']:.1f}x")
+        for name in ("onnx fused", "compiled"):
+            print(f"  ratio {name} / native, batch {size:>4}: {out[f'{name} {size}'] / out[f'native {size}']:.1f}x")
         if len(boosters) > 1:
             ratio = out[f"onnx fused {size}"] / out[f"onnx per member {size}"]
             print(f"  ratio onnx fused / per member, batch {size:>4}: {ratio:.2f}x")
@@ -81,7 +88,12 @@ def bench_tier(bundle: Path, label: str, repeats: int) -> dict[str, float]:
 
 
 def bench_quote(bundle: Path, label: str, repeats: int) -> None:
-    pricer = load_pricer(bundle)
+    for backend in ("onnx", "compiled"):
+        _quote(bundle, f"{label} {backend}", repeats, backend)
+
+
+def _quote(bundle: Path, label: str, repeats: int, backend: ModelBackend) -> None:
+    pricer = load_pricer(bundle, backend=backend)
     frame = training_frame(200, seed=5)
     feats = {name: float(frame[name].median()) for name in ALL_FEATURES}
     now = datetime(2026, 6, 1, tzinfo=UTC)
@@ -98,6 +110,7 @@ def main() -> None:
     parser.add_argument("--heavy-trees", type=int, default=HEAVY_CONFIG.num_trees)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
+    print("load average at start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     frame = training_frame(5000, seed=0)
     with tempfile.TemporaryDirectory() as tmp:
         light = train_bundle(frame, Path(tmp) / "light", tier="light").path
@@ -108,6 +121,7 @@ def main() -> None:
         print()
         bench_quote(light, "light (9 + 9 rows, 2 runs)", args.repeats)
         bench_quote(heavy, "heavy (41 rows, 1 run)", args.repeats)
+    print("\nload average at end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
 
 
 if __name__ == "__main__":
