@@ -258,11 +258,14 @@ class RolloutScorer:
         return new
 
     def advance(self, *, reason: str = "") -> AdvanceResult:
-        """Run the gates on this stage's evidence; move on when all pass, else abort (incumbent serves).
+        """Run the gates on this stage's evidence; move on when all pass, abort on a failed gate (the
+        incumbent serves), or wait: then the evidence is kept and grows until the next look.
 
         The result's ``message`` names each failed gate and by how much it missed.
         """
         result = self.controller.advance(self.evidence(), reason=reason)
+        if result.waiting:  # the sequential gate looks again at the same stage's growing evidence
+            return result
         self._reset()
         if not result.advanced:
             self.metrics.rollbacks.inc()

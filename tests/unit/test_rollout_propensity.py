@@ -111,3 +111,23 @@ def test_decision_time_request_stamps_the_requests_time(tmp_path: Path) -> None:
     decided.close()
     with pytest.raises(RoutingInputError, match="decision_time"):
         RolloutScorer(_scorer(150.0, "inc"), config=config, decision_time="later")  # type: ignore[arg-type]
+
+
+def test_a_look_that_waits_keeps_the_stages_evidence_for_the_next(tmp_path: Path) -> None:
+    config = DeliveryConfig(state_path=tmp_path / "rollout.json", canary_share=0.2, limits=LOOSE)
+    rollout = RolloutScorer(_scorer(150.0, "inc"), config=config, pair_share=0.5)
+    rollout.start(_scorer(160.0, "cand"), version="cand")
+    for i in range(40):
+        rollout.price(_request(i))
+    assert rollout.drain() and rollout.advance(reason="shadow passed").stage == Stage.CANARY
+    served = [rollout.price(_request(i)) for i in range(2000, 2300)]
+    for d in served:
+        assert rollout.reward(str(d.decision_id), 1, revenue=d.price)
+    assert rollout.drain()
+    before = rollout.evidence()
+    first = rollout.advance(reason="first look")
+    assert first.waiting, first.message  # 300 outcomes: far below what the sequential gate needs
+    after = rollout.evidence()
+    counts = [len(list(e.incumbent_revenue or ())) + len(list(e.candidate_revenue or ())) for e in (before, after)]
+    assert counts[0] == counts[1] == 300
+    rollout.close()
