@@ -10,10 +10,11 @@ What makes a single row cheap is the call path, not the trees: per thread and ro
 input and output buffers and their addresses are made once, so a call is one ``copyto``, one ctypes
 call per member and one float32 copy of the result (``bench/onnx_vs_native.py`` measures it).
 
-The trainer writes the object code into the bundle (:func:`export_compiled`: ``compiled/member_<i>.o``
-and ``compiled/manifest.json``). The code is specific to the CPU and the compiler, so the manifest
-names both with the sha256 of each booster file; :meth:`CompiledDemandModel.from_bundle` loads it when
-all match and otherwise compiles in memory at load (a few seconds per member) and logs why.
+The trainer writes the object code into the bundle (:func:`export_compiled`: ``compiled_<i>.o`` per
+member and ``compiled.json``, flat beside the boosters like the bundle's other files). The code is
+specific to the CPU and the compiler, so the manifest names both with the sha256 of each booster
+file; :meth:`CompiledDemandModel.from_bundle` loads it when all match and otherwise compiles in
+memory at load (a few seconds per member) and logs why.
 
 Example:
     >>> import tempfile
@@ -49,8 +50,8 @@ from pricing.errors import BundleError
 
 ModelBackend = Literal["onnx", "compiled"]
 """How a pricer scores its demand model: onnxruntime over ``model.onnx``, or the compiled boosters."""
-COMPILED_DIR = "compiled"
-MANIFEST_FILE = "manifest.json"
+MANIFEST_FILE = "compiled.json"
+OBJECT_FILE = "compiled_{member}.o"
 ENTRY = "forest_root"
 BUFFER_ROWS = 4096
 """Largest row count whose buffers a thread keeps; quotes use 9 to 41 rows, benches 1,000."""
@@ -114,7 +115,7 @@ def _compile(booster_file: Path, cache: Path | None) -> Any:
 
 
 def export_compiled(bundle: str | Path, booster_files: Sequence[str]) -> Path:
-    """Compile a bundle's boosters into ``<bundle>/compiled`` with a manifest; returns that directory.
+    """Compile a bundle's boosters into ``compiled_<i>.o`` beside them, with ``compiled.json``; returns its path.
 
     Args:
         bundle: the bundle directory holding ``booster_files``.
@@ -124,22 +125,21 @@ def export_compiled(bundle: str | Path, booster_files: Sequence[str]) -> Path:
         BundleError: if a booster is unreadable, not binary, or does not compile.
     """
     root = Path(bundle)
-    out = root / COMPILED_DIR
-    out.mkdir(parents=True, exist_ok=True)
     members = []
     for i, name in enumerate(booster_files):
-        target = out / f"member_{i}.o"
+        target = root / OBJECT_FILE.format(member=i)
         target.unlink(missing_ok=True)  # lleaves reads an existing cache file instead of compiling
         _compile(root / name, target)
         members.append({"booster": name, "booster_sha256": _sha256(root / name), "object": target.name})
     manifest = {"target": build_target(), "entry": ENTRY, "members": members}
-    (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True), encoding="utf-8")
+    out = root / MANIFEST_FILE
+    out.write_text(json.dumps(manifest, indent=2, sort_keys=True), encoding="utf-8")
     return out
 
 
 def _stale(bundle: Path, booster_files: Sequence[str]) -> str | None:
-    """Why ``<bundle>/compiled`` cannot be loaded here, or ``None`` if it can."""
-    path = bundle / COMPILED_DIR / MANIFEST_FILE
+    """Why the bundle's compiled members cannot be loaded here, or ``None`` if they can."""
+    path = bundle / MANIFEST_FILE
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
@@ -152,10 +152,10 @@ def _stale(bundle: Path, booster_files: Sequence[str]) -> str | None:
     names = [m.get("booster") for m in manifest["members"] if isinstance(m, dict)]
     if names != list(booster_files):
         return f"{path}: members {names}, meta.json lists {list(booster_files)}"
-    for member in manifest["members"]:
+    for i, member in enumerate(manifest["members"]):
         if member.get("booster_sha256") != _sha256(bundle / member["booster"]):
             return f"{path}: {member['booster']} changed since it was compiled"
-        if not (bundle / COMPILED_DIR / str(member.get("object"))).is_file():
+        if member.get("object") != OBJECT_FILE.format(member=i) or not (bundle / member["object"]).is_file():
             return f"{path}: object file {member.get('object')!r} missing"
     return None
 
@@ -191,7 +191,7 @@ class CompiledDemandModel:
         root = Path(bundle)
         reason = _stale(root, booster_files)
         if reason is None:
-            objects = [root / COMPILED_DIR / f"member_{i}.o" for i in range(len(booster_files))]
+            objects = [root / OBJECT_FILE.format(member=i) for i in range(len(booster_files))]
             return cls([_compile(root / name, obj) for name, obj in zip(booster_files, objects, strict=True)])
         log.warning("bundle %s: compiling %d member(s) at load: %s", root, len(booster_files), reason)
         return cls([_compile(root / name, None) for name in booster_files])

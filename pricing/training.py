@@ -3,8 +3,8 @@
 A bundle holds ``model.onnx`` (all members fused into one graph, output
 ``p_book`` of shape ``(n, members)``), the native boosters ``booster_<i>.txt``
 (for continued training and parity checks), the same boosters compiled for this host
-(``compiled/``, :mod:`pricing.compiled`; ``compiled=False`` skips it) and ``meta.json``: name, version,
-tier, columns, the sha256 of every ONNX file, tree count, train/holdout
+(``compiled.json``, ``compiled_<i>.o``: :mod:`pricing.compiled`; ``compiled=False`` skips them)
+and ``meta.json``: name, version, tier, columns, the sha256 of every ONNX file, tree count, train/holdout
 metrics and a per-column envelope (1st/99th percentile) for off-distribution
 checks. The version is derived from the ONNX bytes, so equal models get equal
 versions and any change gets a new one.
@@ -20,7 +20,7 @@ Example:
     >>> out = tempfile.mkdtemp()
     >>> info = train_bundle(frame, out, tier="light", config=DemandModelConfig(num_trees=10))
     >>> info.tier, info.n_trees, sorted(p.name for p in info.path.iterdir())
-    ('light', 10, ['booster_0.txt', 'compiled', 'meta.json', 'model.onnx'])
+    ('light', 10, ['booster_0.txt', 'compiled.json', 'compiled_0.o', 'meta.json', 'model.onnx'])
 """
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ def train_bundle(
         init_model: a bundle directory of the same tier to continue training from.
         config: hyper-parameters; ``None`` means the tier default.
         on_progress: called with ``(members_done, members_total)``.
-        compiled: also write the members compiled for this host (``compiled/``, :mod:`pricing.compiled`:
+        compiled: also write the members compiled for this host (``compiled*``, :mod:`pricing.compiled`:
             ~3 s of CPU per heavy member); without it the compiled backend compiles them at load.
 
     Raises:

@@ -17,7 +17,7 @@ from events.models import PricingRequest
 from market.synthetic import training_frame
 from pricestream.settings import Settings
 from pricestream.wiring import pricer_loader
-from pricing.compiled import COMPILED_DIR, MANIFEST_FILE, CompiledDemandModel, build_target
+from pricing.compiled import MANIFEST_FILE, CompiledDemandModel, build_target
 from pricing.errors import BundleError
 from pricing.models import HEAVY_CONFIG, DemandModelConfig, predict_native
 from pricing.onnx_runtime import OnnxDemandModel
@@ -62,10 +62,11 @@ def test_compiled_equals_native_lightgbm(bundles: dict[str, Path], held_out: pd.
 
 
 def test_trainer_writes_the_artefact_for_this_host(bundles: dict[str, Path]) -> None:
-    manifest = json.loads((bundles["heavy"] / COMPILED_DIR / MANIFEST_FILE).read_text(encoding="utf-8"))
+    manifest = json.loads((bundles["heavy"] / MANIFEST_FILE).read_text(encoding="utf-8"))
     assert manifest["target"] == build_target()
     assert [m["booster"] for m in manifest["members"]] == ["booster_0.txt", "booster_1.txt", "booster_2.txt"]
-    assert all((bundles["heavy"] / COMPILED_DIR / m["object"]).stat().st_size > 0 for m in manifest["members"])
+    assert [m["object"] for m in manifest["members"]] == ["compiled_0.o", "compiled_1.o", "compiled_2.o"]
+    assert all((bundles["heavy"] / m["object"]).stat().st_size > 0 for m in manifest["members"])
 
 
 def test_fresh_artefact_loads_without_compiling(bundles: dict[str, Path], caplog: pytest.LogCaptureFixture) -> None:
@@ -83,20 +84,21 @@ def _copy(bundle: Path, to: Path) -> Path:
 def test_bundle_without_artefact_compiles_on_load(bundles: dict[str, Path], held_out: pd.DataFrame,
                                                   tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     bare = _copy(bundles["heavy"], tmp_path / "bare")
-    shutil.rmtree(bare / COMPILED_DIR)
+    for path in [bare / MANIFEST_FILE, *bare.glob("compiled_*.o")]:
+        path.unlink()
     boosters, meta = load_boosters(bare)
     x = frame_matrix(held_out, meta["columns"])
     with caplog.at_level(logging.WARNING, logger="pricing.compiled"):
         pricer = load_pricer(bare, backend="compiled")
-    assert "compiling 3 member(s) at load" in caplog.text and "manifest.json unreadable" in caplog.text
+    assert "compiling 3 member(s) at load" in caplog.text and "compiled.json unreadable" in caplog.text
     assert float(np.abs(pricer.predict(x) - predict_native(boosters, x)).max()) <= TOLERANCE
-    assert not (bare / COMPILED_DIR).exists()  # a bundle is read-only to its readers
+    assert not (bare / MANIFEST_FILE).exists() and not list(bare.glob("compiled_*"))  # readers never write
 
 
 def test_artefact_for_another_cpu_is_compiled_again(bundles: dict[str, Path], tmp_path: Path,
                                                     caplog: pytest.LogCaptureFixture) -> None:
     other = _copy(bundles["light"], tmp_path / "other")
-    path = other / COMPILED_DIR / MANIFEST_FILE
+    path = other / MANIFEST_FILE
     manifest = json.loads(path.read_text(encoding="utf-8"))
     manifest["target"]["cpu"] = "some-other-cpu"
     path.write_text(json.dumps(manifest), encoding="utf-8")
