@@ -3,7 +3,7 @@
 A bundle holds ``model.onnx`` (all members fused into one graph, output
 ``p_book`` of shape ``(n, members)``), the native boosters ``booster_<i>.txt``
 (for continued training and parity checks), the same boosters compiled for this host
-(``compiled.json``, ``compiled_<i>.o``: :mod:`pricing.compiled`; ``compiled=False`` skips them)
+(``compiled.json``, ``compiled_<i>.o``: :mod:`pricing.compiled`, with ``compiled=True``)
 and ``meta.json``: name, version, tier, columns, the sha256 of every ONNX file, tree count, train/holdout
 metrics and a per-column envelope (1st/99th percentile) for off-distribution
 checks. The version is derived from the ONNX bytes, so equal models get equal
@@ -20,7 +20,7 @@ Example:
     >>> out = tempfile.mkdtemp()
     >>> info = train_bundle(frame, out, tier="light", config=DemandModelConfig(num_trees=10))
     >>> info.tier, info.n_trees, sorted(p.name for p in info.path.iterdir())
-    ('light', 10, ['booster_0.txt', 'compiled.json', 'compiled_0.o', 'meta.json', 'model.onnx'])
+    ('light', 10, ['booster_0.txt', 'meta.json', 'model.onnx'])
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def train_bundle(
     init_model: str | Path | None = None,
     config: DemandModelConfig | None = None,
     on_progress: Callable[[int, int], None] | None = None,
-    compiled: bool = True,
+    compiled: bool = False,
 ) -> BundleInfo:
     """Train the tier's demand model on ``frame`` and write a bundle to ``out_dir``.
 
@@ -199,7 +199,8 @@ def train_bundle(
         config: hyper-parameters; ``None`` means the tier default.
         on_progress: called with ``(members_done, members_total)``.
         compiled: also write the members compiled for this host (``compiled*``, :mod:`pricing.compiled`:
-            ~3 s of CPU per heavy member); without it the compiled backend compiles them at load.
+            ~3 s of CPU per heavy member); off by default, since onnxruntime is the default backend and the
+            compiled backend compiles a bundle without them when it loads it.
 
     Raises:
         TrainingError: if the frame lacks columns, rows or one of the classes.
@@ -247,7 +248,7 @@ def _write(
     seed: int,
     response: PriceResponse | None = None,
     channels: Mapping[str, float] | None = None,
-    compiled: bool = True,
+    compiled: bool = False,
 ) -> BundleInfo:
     out.mkdir(parents=True, exist_ok=True)
     onnx_bytes = to_onnx(members, n_features=len(columns)).SerializeToString()

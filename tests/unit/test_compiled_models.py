@@ -35,8 +35,8 @@ TOLERANCE = 1e-6
 def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     frame = training_frame(4000, seed=0)
     light = train_bundle(frame, tmp_path_factory.mktemp("light"), tier="light",
-                         config=DemandModelConfig(num_trees=40))
-    heavy = train_bundle(frame, tmp_path_factory.mktemp("heavy"), tier="heavy", config=SMALL_HEAVY)
+                         config=DemandModelConfig(num_trees=40), compiled=True)
+    heavy = train_bundle(frame, tmp_path_factory.mktemp("heavy"), tier="heavy", config=SMALL_HEAVY, compiled=True)
     return {"light": light.path, "heavy": heavy.path}
 
 
