@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats
 
@@ -120,14 +121,14 @@ def _no_evidence(gate: str, limit: float, need: str) -> GateResult:
     )
 
 
-def _array(name: str, values: ArrayLike) -> np.ndarray:
+def _array(name: str, values: ArrayLike) -> NDArray[Any]:
     arr = np.asarray(values, dtype=float).ravel()
     if not np.all(np.isfinite(arr)):
         raise RoutingInputError(field=name, value=arr[~np.isfinite(arr)][:3].tolist(), expected="finite numbers")
     return arr
 
 
-def _paired(incumbent: ArrayLike, candidate: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+def _paired(incumbent: ArrayLike, candidate: ArrayLike) -> tuple[NDArray[Any], NDArray[Any]]:
     inc, cand = _array("incumbent_prices", incumbent), _array("candidate_prices", candidate)
     if inc.size != cand.size or np.any(inc <= 0):
         raise RoutingInputError(

@@ -30,9 +30,11 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from events.catalog import SPECS, ViewSpec
 
@@ -48,18 +50,18 @@ _SCALE = 1_000_000
 million events of squares up to 10^6 stays below 2^63)."""
 
 
-def _ms(frame: pd.DataFrame) -> np.ndarray:
-    return pd.to_datetime(frame[TIME], utc=True).astype("datetime64[ms, UTC]").astype("int64").to_numpy()
+def _ms(frame: pd.DataFrame) -> NDArray[Any]:
+    return np.asarray(pd.to_datetime(frame[TIME], utc=True).astype("datetime64[ms, UTC]").astype("int64"))
 
 
-def _column(events: pd.DataFrame, name: str) -> np.ndarray:
+def _column(events: pd.DataFrame, name: str) -> NDArray[Any]:
     source = _TILE_INPUTS.get(name, name)
     if source not in events:
         return np.full(len(events), np.nan)
-    return pd.to_numeric(events[source], errors="coerce").astype("float64").to_numpy()
+    return np.asarray(pd.to_numeric(events[source], errors="coerce").astype("float64"))
 
 
-def _ordered(events: pd.DataFrame, keys: Sequence[str]) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+def _ordered(events: pd.DataFrame, keys: Sequence[str]) -> tuple[pd.DataFrame, NDArray[Any], NDArray[Any]]:
     """Events sorted by key, time and event id; their key codes and times in ms."""
     out = events.assign(__t=_ms(events))
     out = out.sort_values([*keys, "__t", "event_id"], kind="stable").reset_index(drop=True)
@@ -67,7 +69,7 @@ def _ordered(events: pd.DataFrame, keys: Sequence[str]) -> tuple[pd.DataFrame, n
     return out, codes.astype("int64"), out["__t"].to_numpy()
 
 
-def _points(codes: np.ndarray, times: np.ndarray) -> np.ndarray:
+def _points(codes: NDArray[Any], times: NDArray[Any]) -> NDArray[Any]:
     """Index of the last event of each (key, time): the rows' positions."""
     if len(codes) == 0:
         return np.zeros(0, dtype="int64")
@@ -76,8 +78,8 @@ def _points(codes: np.ndarray, times: np.ndarray) -> np.ndarray:
     return np.flatnonzero(last)
 
 
-def _window_sums(view: ViewSpec, events: pd.DataFrame, codes: np.ndarray, times: np.ndarray,
-                 points: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def _window_sums(view: ViewSpec, events: pd.DataFrame, codes: NDArray[Any], times: NDArray[Any],
+                 points: NDArray[Any]) -> tuple[dict[str, NDArray[Any]], NDArray[Any]]:
     """Each partial's total over each point's window, and each window's first event index."""
     assert view.tile_ms is not None and view.window_ms is not None  # noqa: S101 (windowed views only reach here)
     base = times.min() if len(times) else 0
@@ -85,7 +87,7 @@ def _window_sums(view: ViewSpec, events: pd.DataFrame, codes: np.ndarray, times:
     at = times[points]
     start = np.maximum(at - np.mod(at, view.tile_ms) - view.window_ms - base, 0)
     lo = np.searchsorted(composite, (codes[points] << _SPAN_BITS) + start, side="left")
-    totals: dict[str, np.ndarray] = {}
+    totals: dict[str, NDArray[Any]] = {}
     for partial in view.partials:
         kind, _, name = partial.partition(":")
         if partial == "n":
@@ -101,7 +103,7 @@ def _window_sums(view: ViewSpec, events: pd.DataFrame, codes: np.ndarray, times:
     return totals, lo
 
 
-def _rates(events: pd.DataFrame, codes: np.ndarray, points: np.ndarray, lo: np.ndarray) -> np.ndarray:
+def _rates(events: pd.DataFrame, codes: NDArray[Any], points: NDArray[Any], lo: NDArray[Any]) -> NDArray[Any]:
     """Per point, the sorted latest rate of each competitor in its window (events in key, time, id order)."""
     rate = _column(events, "rate")
     competitor = events["competitor_id"].to_numpy() if "competitor_id" in events else np.full(len(events), None)
@@ -114,7 +116,7 @@ def _rates(events: pd.DataFrame, codes: np.ndarray, points: np.ndarray, lo: np.n
     return out
 
 
-def _value(agg: str, column: str, totals: dict[str, np.ndarray], rates: np.ndarray | None) -> np.ndarray:
+def _value(agg: str, column: str, totals: dict[str, NDArray[Any]], rates: NDArray[Any] | None) -> NDArray[Any]:
     if agg == "sum":
         return totals[f"sum:{column}"]
     if agg in ("comp_median", "comp_min"):

@@ -52,17 +52,18 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from events.catalog import ALL_FEATURES, REQUEST_FEATURES, derive
 from events.models import CHANNELS
 from market.errors import PolicyError, SimulatorError
-from market.generator import Policy
 from market.market import Market
 from market.offers import SampledOffers, sample_offers
+from market.shoppers import Policy
 
 KEY_COLUMNS: tuple[str, ...] = ("hotel_id", "room_type", "stay_date", "event_time")
 FRAME_COLUMNS: tuple[str, ...] = (
@@ -154,7 +155,7 @@ def training_frame(
 
 
 def _stream_features(market: Market, offers: SampledOffers, *, seed: int, start: datetime,
-                     days: int) -> dict[str, np.ndarray]:
+                     days: int) -> dict[str, NDArray[Any]]:
     """Every catalogue feature per offer, read from simulated events as the job serves them."""
     from features.replay import events_frame, features_at
     from market.generator import simulate
@@ -172,10 +173,10 @@ def _stream_features(market: Market, offers: SampledOffers, *, seed: int, start:
 
 def _prices(
     market: Market, offers: SampledOffers, rng: np.random.Generator, policy: Policy | None, sigma: float
-) -> np.ndarray:
+) -> NDArray[Any]:
     refs = np.array([market.reference_at(h, r) for h, r in zip(offers.h, offers.r, strict=True)])
     if policy is None:
-        return np.round(refs * np.exp(rng.normal(0.0, sigma, len(refs))), 2)
+        return np.asarray(np.round(refs * np.exp(rng.normal(0.0, sigma, len(refs))), 2))
     out = np.empty(len(refs))
     for i in range(len(refs)):
         offer = offers.offer(market, i)
@@ -190,14 +191,14 @@ def _features(
     market: Market,
     offers: SampledOffers,
     rng: np.random.Generator,
-    policy_prices: np.ndarray | None,
+    policy_prices: NDArray[Any] | None,
     sigma: float,
-) -> dict[str, np.ndarray]:
+) -> dict[str, NDArray[Any]]:
     """Every catalogue feature per offer (NaN for missing), see the module docstring."""
     cfg = market.config
     n = len(offers.ts)
     counts = _window_counts(market, offers, rng)
-    feats: dict[str, np.ndarray] = {}
+    feats: dict[str, NDArray[Any]] = {}
     for name, (lo, hi) in {"1h": (0, 1), "24h": (0, 2), "7d": (0, 8), "14d": (0, 15)}.items():
         for kind in ("searches", "views", "bookings", "cancellations"):
             feats[f"{kind}_{name}"] = counts[kind][:, lo:hi].sum(axis=1).astype(float)
@@ -224,7 +225,7 @@ def _features(
     return feats
 
 
-def _window_counts(market: Market, offers: SampledOffers, rng: np.random.Generator) -> dict[str, np.ndarray]:
+def _window_counts(market: Market, offers: SampledOffers, rng: np.random.Generator) -> dict[str, NDArray[Any]]:
     """Counts per disjoint slice (n, len(_SLICES)): searches, views, booked rooms, cancelled rooms, and rates."""
     n, k = len(offers.ts), len(_SLICES)
     rate = np.zeros((n, k))
@@ -243,7 +244,7 @@ def _window_counts(market: Market, offers: SampledOffers, rng: np.random.Generat
 
 def _competitor_features(
     market: Market, offers: SampledOffers, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[NDArray[Any], NDArray[Any]]:
     cfg = market.config
     n = len(offers.ts)
     med, low = np.full(n, np.nan), np.full(n, np.nan)
@@ -258,8 +259,8 @@ def _competitor_features(
 
 
 def _lead_features(
-    market: Market, offers: SampledOffers, searches: np.ndarray, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
+    market: Market, offers: SampledOffers, searches: NDArray[Any], rng: np.random.Generator
+) -> tuple[NDArray[Any], NDArray[Any]]:
     """Mean and population std of whole-day lead times of the 7d searches, from sampled search times."""
     n = len(offers.ts)
     mean, std = np.full(n, np.nan), np.full(n, np.nan)
@@ -272,7 +273,7 @@ def _lead_features(
     return mean, std
 
 
-def _add_derived(feats: dict[str, np.ndarray], n: int) -> None:
+def _add_derived(feats: dict[str, NDArray[Any]], n: int) -> None:
     rows = [
         derive({name: _opt(feats[name][i]) for name in ("bookings_7d", "bookings_14d", "views_7d")}) for i in range(n)
     ]

@@ -217,7 +217,7 @@ class CompiledDemandModel:
             found = (rows, out, rows.ctypes.data, out.ctypes.data)
             if n <= BUFFER_ROWS and len(cache) < BUFFER_SIZES:
                 cache[n] = found
-        return found  # type: ignore[no-any-return]
+        return found
 
     def predict(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """``(n_rows, n_members)`` booking probabilities for a float32 ``(n_rows, n_features)`` batch.
