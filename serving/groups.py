@@ -83,6 +83,41 @@ class GroupRequest(BaseModel):
         return [(n.stay_date, n.rooms) for n in self.nights or ()]
 
 
+class GroupNightValue(BaseModel):
+    """One night of a quoted block: what it is worth to the hotel."""
+
+    stay_date: str
+    rooms: int
+    bid_price: float
+    floor: float
+    ceiling: float
+    rooms_left: float | None
+
+
+class GroupQuoteAnswer(BaseModel):
+    """The answer of ``POST /v1/quote:group`` (also the audit log's entry)."""
+
+    quote_id: str
+    event_type: str = "group_quote"
+    hotel_id: str
+    room_type: str
+    channel: str
+    quoted_at: str
+    minimum_rate: float
+    recommended_rate: float
+    displaced_revenue: float
+    room_nights: int
+    feasible: bool
+    short_nights: list[str]
+    nights: list[GroupNightValue]
+
+
+def group_request_body() -> dict[str, Any]:
+    """``openapi_extra`` of the group route: its JSON body (the service parses it itself, strictly)."""
+    schema = {"$ref": "#/components/schemas/GroupRequest"}
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
 def parse_group(raw: bytes, *, today: date | None = None, horizon_days: int = GROUP_HORIZON_DAYS) -> GroupRequest:
     """The strict parse of a group body, with its nights checked against today and the horizon.
 
@@ -112,7 +147,10 @@ def add_group_route(app: FastAPI, quoter: GroupQuoter, *, audit: GroupAudit | No
                     horizon_days: int = GROUP_HORIZON_DAYS) -> None:
     """Serve ``POST /v1/quote:group`` on ``app`` with ``quoter``; ``audit`` takes every answer."""
 
-    @app.post("/v1/quote:group", summary="Quote a group block by displacement")
+    from serving.openapi import ERROR_RESPONSES
+
+    @app.post("/v1/quote:group", summary="Quote a group block by displacement", response_model=GroupQuoteAnswer,
+              responses=ERROR_RESPONSES, openapi_extra=group_request_body())
     async def quote_group(request: Request) -> Response:
         check_content_type(request.headers.get("content-type"))
         body = parse_group(await request.body(), horizon_days=horizon_days)

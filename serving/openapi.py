@@ -136,6 +136,10 @@ def documented_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
             schemas.update(copy.deepcopy(request_schemas()))
             if "ErrorBody" not in schemas:  # an app without the pricing routes (the doctest)
                 schemas.update(_model_schemas(ErrorBody))
+            if any(getattr(route, "path", "") == "/v1/quote:group" for route in app.routes):
+                from serving.groups import GroupRequest  # the group route's body, parsed by the service itself
+
+                schemas.update(_model_schemas(GroupRequest))
             app.openapi_schema = spec
         return app.openapi_schema
 
