@@ -243,3 +243,22 @@ def test_append_after_close_is_an_audit_log_error(tmp_path: Path) -> None:
     log.close()
     with pytest.raises(AuditLogError):
         log.append_entry({"x": 1})
+
+
+def test_appends_from_many_threads_while_the_disk_works_keep_one_intact_chain(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(path, fsync_interval_s=0.001, flush_every=7)
+
+    def write(worker: int) -> None:
+        for i in range(300):
+            log.append_entry({"worker": worker, "i": i})
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    log.close()
+    result = verify(path)
+    assert result.ok, result.reason
+    assert result.entries == 2400 == log.seq
