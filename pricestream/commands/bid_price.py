@@ -19,7 +19,8 @@ app = new_app("The bid price's forecast (booking curve, room shares, stays, canc
 _SHOWN_ERRORS = 3
 
 
-def _from_file(path: Path, rejected: list[str]) -> Iterator[Record]:
+def events_from_file(path: Path, rejected: list[str]) -> Iterator[Record]:
+    """The contract records of a JSON-lines file; a line that is not one is added to ``rejected``, named."""
     from events.errors import EventValidationError
     from events.models import parse_event
 
@@ -110,7 +111,7 @@ def measure(
     def records() -> Iterator[Record]:
         if events:
             for path in events:
-                yield from _from_file(path, rejected)
+                yield from events_from_file(path, rejected)
         else:
             yield from _from_topic(topic, rejected)
 

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pricestream.commands.common import CliInputError, fail, new_app, out, table
+from pricestream.commands.bid_price import events_from_file
+from pricestream.commands.common import fail, new_app, out, table
 
 if TYPE_CHECKING:
     from events.models import Record
@@ -19,22 +20,8 @@ app = new_app("The cancellation forecast: train it on behaviour history, score b
 
 
 def _events(paths: list[Path], rejected: list[str]) -> Iterator[Record]:
-    from events.errors import EventValidationError
-    from events.models import parse_event
-
     for path in paths:
-        try:
-            handle = path.open("rb")
-        except OSError as exc:
-            msg = f"--events: cannot read {path}: {exc.strerror or exc}"
-            raise CliInputError(msg) from exc
-        with handle:
-            for number, line in enumerate(handle, start=1):
-                if line.strip():
-                    try:
-                        yield parse_event(line.rstrip(b"\r\n"))
-                    except EventValidationError as exc:
-                        rejected.append(f"{path}:{number}: {exc}")
+        yield from events_from_file(path, rejected)
 
 
 @app.command("train")
