@@ -22,9 +22,12 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 
+import numpy as np
+from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 from scipy.stats import binom
 
@@ -62,15 +65,27 @@ def overbooking_limit(capacity: int, *, show_prob: float, room_value: float, wal
     if capacity == 0 or show_prob >= 1.0:
         return capacity
     ratio = min(room_value / walk_cost, 1.0)
-    ceiling = capacity + int(math.ceil(MAX_OVERBOOK_SHARE * capacity))
-    limit = capacity
-    for bookings in range(capacity + 1, ceiling + 1):
-        if binom.sf(capacity - 1, bookings - 1, show_prob) > ratio:
-            break
-        if expected_walks(bookings, capacity, show_prob) > max_walks_per_1000 / 1000.0 * bookings * show_prob:
-            break
-        limit = bookings
-    return limit
+    return _limit(capacity, show_prob, ratio, max_walks_per_1000)
+
+
+@functools.lru_cache(maxsize=4096)
+def _limit(capacity: int, show_prob: float, ratio: float, max_walks_per_1000: float) -> int:
+    # every candidate limit at once: one vectorised pass instead of a loop of binomial sums (the bid price
+    # asks on every quote; cached, since nights share their capacity and, rounded, their show-up rate)
+    bookings = np.arange(capacity + 1, capacity + int(math.ceil(MAX_OVERBOOK_SHARE * capacity)) + 1)
+    pays = binom.sf(capacity - 1, bookings - 1, show_prob) <= ratio
+    walks = _expected_walks(bookings, capacity, show_prob)
+    served = walks <= max_walks_per_1000 / 1000.0 * bookings * show_prob
+    ok = pays & served
+    stop = int(np.argmin(ok)) if not ok.all() else len(ok)  # the limit is the last of the first run that holds
+    return capacity + stop
+
+
+def _expected_walks(bookings: NDArray[np.int64], capacity: int, show_prob: float) -> NDArray[np.float64]:
+    """``E[(Binomial(L, q) - capacity)+]`` for each ``L`` of ``bookings``: ``Lq - C + E[(C - X)+]``."""
+    below = np.arange(capacity)[:, None]
+    short = ((capacity - below) * binom.pmf(below, bookings[None, :], show_prob)).sum(axis=0)
+    return np.maximum(bookings * show_prob - capacity + short, 0.0)
 
 
 def expected_walks(bookings: int, capacity: int, show_prob: float) -> float:
@@ -82,8 +97,7 @@ def expected_walks(bookings: int, capacity: int, show_prob: float) -> float:
     """
     if bookings <= capacity:
         return 0.0
-    shows = range(capacity + 1, bookings + 1)
-    return float(sum((k - capacity) * binom.pmf(k, bookings, show_prob) for k in shows))
+    return float(_expected_walks(np.array([bookings]), capacity, show_prob)[0])
 
 
 def extra_rooms(features: Mapping[str, float | None], *, cancel_share: float, config: OverbookingConfig) -> float:
@@ -93,7 +107,7 @@ def extra_rooms(features: Mapping[str, float | None], *, cancel_share: float, co
         return 0.0
     if capacity < 1 or reference <= 0:
         return 0.0
-    show = (1.0 - min(max(cancel_share, 0.0), 0.95)) * (1.0 - config.no_show_share)
+    show = round((1.0 - min(max(cancel_share, 0.0), 0.95)) * (1.0 - config.no_show_share), 3)
     rooms = int(capacity)
     limit = overbooking_limit(rooms, show_prob=show, room_value=reference,
                               walk_cost=reference + config.relocation_cost,
