@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable
@@ -96,10 +97,14 @@ class CancellationModel:
     segments: dict[str, int]
     meta: dict[str, Any]
 
+    @functools.cached_property
+    def _session(self) -> OnnxDemandModel:
+        return OnnxDemandModel(self.onnx_bytes)  # one onnxruntime session per model, not one per call
+
     def predict(self, frame: pd.DataFrame) -> NDArray[np.float32]:
         """Cancellation probability of each row of ``frame`` (its :data:`COLUMNS`)."""
         x = frame[list(COLUMNS)].to_numpy(dtype=np.float32)
-        return OnnxDemandModel(self.onnx_bytes).predict(x)[:, 0]
+        return self._session.predict(x)[:, 0]
 
     def save(self, directory: Path) -> Path:
         """Write the model and its meta (segments, figures) to ``directory``."""
