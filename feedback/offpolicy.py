@@ -102,8 +102,8 @@ def _contributions(
     reward_model: ProbFn | None,
     actions: Sequence[object] | None,
     cols: tuple[str, str, str],
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-row numerators and weights: the estimate is ``sum(num) / sum(den)``."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-row numerators, denominators and importance weights: the estimate is ``sum(num) / sum(den)``."""
     action_col, propensity_col, reward_col = cols
     mu = _probs(_column(logs, propensity_col), propensity_col, positive=True)
     reward = _column(logs, reward_col)
@@ -113,9 +113,9 @@ def _contributions(
         pi = _probs(candidate_prob(logs), "candidate_prob(logs)", positive=False)
     w = pi / mu
     if method == "ips":
-        return w * reward, np.ones_like(w)
+        return w * reward, np.ones_like(w), w
     if method == "snips":
-        return w * reward, w
+        return w * reward, w, w
     if reward_model is None or isinstance(candidate_prob, str):
         raise MonitorInputError(
             field="reward_model/candidate_prob",
@@ -127,7 +127,7 @@ def _contributions(
     for action in choices:
         frame = _with_action(logs, action_col, action)
         direct += np.asarray(candidate_prob(frame), dtype=np.float64) * np.asarray(reward_model(frame))
-    return direct + w * (reward - np.asarray(reward_model(logs), dtype=np.float64)), np.ones_like(w)
+    return direct + w * (reward - np.asarray(reward_model(logs), dtype=np.float64)), np.ones_like(w), w
 
 
 def _interval(
@@ -192,7 +192,7 @@ def evaluate(
         raise MonitorInputError(field="confidence", value=confidence, expected="a float in (0, 1)")
     if len(logs) < 2:
         raise MonitorInputError(field="logs", value=len(logs), expected="at least 2 rows")
-    num, den = _contributions(
+    num, den, weights = _contributions(
         logs, candidate_prob, method=chosen, reward_model=reward_model, actions=actions,
         cols=(action_col, propensity_col, reward_col),
     )
@@ -203,7 +203,6 @@ def evaluate(
             expected="positive probability on some logged action",
         )
     low, high = _interval(num, den, ci=ci, confidence=confidence, n_boot=n_boot, seed=seed)
-    weights = _weights(logs, candidate_prob, propensity_col)
     return Estimate(float(num.sum() / den.sum()), low, high, len(logs), chosen, effective_sample_size(weights))
 
 
@@ -216,12 +215,6 @@ def effective_sample_size(weights: np.ndarray) -> float:
     """
     square = float(np.square(weights).sum())
     return float(weights.sum() ** 2 / square) if square > 0 else 0.0
-
-
-def _weights(logs: pd.DataFrame, candidate_prob: str | ProbFn, propensity_col: str) -> np.ndarray:
-    mu = _probs(_column(logs, propensity_col), propensity_col, positive=True)
-    pi = _column(logs, candidate_prob) if isinstance(candidate_prob, str) else np.asarray(candidate_prob(logs))
-    return np.asarray(pi, dtype=np.float64) / mu
 
 
 def evaluate_deterministic_dr(
