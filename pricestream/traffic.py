@@ -14,6 +14,7 @@ so the events carry their own (past) times and the feature job windows them as h
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -88,8 +89,9 @@ class TrafficDriver:
     stats: TrafficStats = field(default_factory=TrafficStats)
 
     def run(self, *, days: float, duration_s: float | None = None, seed: int = 0,
-            on_progress: Progress | None = None) -> TrafficStats:
-        """Simulate ``days`` of shoppers ending now, or stop after ``duration_s`` of wall time."""
+            on_progress: Progress | None = None, stop: threading.Event | None = None) -> TrafficStats:
+        """Simulate ``days`` of shoppers ending now; stop after ``duration_s`` of wall time or when ``stop``
+        is set (SIGTERM), with every event sent so far acknowledged by Kafka."""
         start = (datetime.now(UTC) - timedelta(days=days)).replace(minute=0, second=0, microsecond=0)
         limiter = MovingWindowRateLimiter(MemoryStorage())
         per_second = RateLimitItemPerSecond(max(int(self.rate), 1))
@@ -114,7 +116,7 @@ class TrafficDriver:
                 for event in sim:
                     events.send(link_decision(event, recent))
                     self._count(event)
-                    if deadline is not None and time.monotonic() > deadline:
+                    if (deadline is not None and time.monotonic() > deadline) or (stop is not None and stop.is_set()):
                         break
         return self.stats
 

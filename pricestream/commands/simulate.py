@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pricestream.commands.common import fail, out, settings
+from pricestream.commands.common import fail, out, settings, stoppable
 
 
 def simulate(
@@ -54,7 +54,8 @@ def simulate(
             bar.update(task, completed=st.elapsed_s if duration else None, line=line)
 
         try:
-            stats = driver.run(days=days, duration_s=duration, seed=seed, on_progress=shown)
+            with stoppable(s.grace_s) as stop:  # SIGTERM / Ctrl-C: stop after the event in hand, flushed
+                stats = driver.run(days=days, duration_s=duration, seed=seed, on_progress=shown, stop=stop)
         except TrafficError as exc:
             fail(str(exc))
     tiers = ", ".join(f"{k} {v:,}" for k, v in sorted(stats.by_tier.items()))

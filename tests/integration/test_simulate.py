@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from tests.integration._http_serve import PRICESTREAM, serve
 pytestmark = [pytest.mark.integration]
 
 
-def test_simulate_prices_shoppers_through_serve_and_publishes_their_linked_events(
+def test_simulate_prices_shoppers_through_serve_and_a_sigterm_leaves_every_counted_event_on_kafka(
     stack: StackConfig, tmp_path: Path
 ) -> None:
     prefix = f"t{uuid.uuid4().hex[:10]}-"
@@ -26,9 +28,13 @@ def test_simulate_prices_shoppers_through_serve_and_publishes_their_linked_event
         env = {k: v for k, v in os.environ.items() if not k.startswith("PRICESTREAM_")}
         env.update({"PRICESTREAM_STATE_DIR": str(tmp_path), "PRICESTREAM_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
                     "PRICESTREAM_REDIS_URL": stack.redis_url, "PRICESTREAM_TOPIC_PREFIX": prefix})
-        done = subprocess.run([PRICESTREAM, "simulate", "--market", "city", "--hotels", "2", "--days", "0.25",
-                               "--rate", "40", "--duration", "20", "--url", base],
-                              env=env, capture_output=True, text=True, timeout=300)
+        proc = subprocess.Popen([PRICESTREAM, "simulate", "--market", "city", "--hotels", "2", "--days", "0.25",
+                                 "--rate", "40", "--url", base], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        time.sleep(20)
+        proc.send_signal(signal.SIGTERM)  # an operator stops it: what it counted is what Kafka holds
+        stdout, stderr = proc.communicate(timeout=120)
+        done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     assert done.returncode == 0, done.stdout + done.stderr
     summary = re.search(r"priced ([\d,]+) shoppers .* published ([\d,]+) events, ([\d,]+) bookings", done.stdout)
     assert summary is not None, done.stdout
