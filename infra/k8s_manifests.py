@@ -35,6 +35,7 @@ import yaml
 
 from infra.config import REPO_ROOT
 from infra.errors import InfraError
+from infra.services import STREAM_SERVICES, TABLE
 
 K8S_ROOT = REPO_ROOT / "infra" / "k8s"
 KUBERNETES_VERSION = "1.33.0"
@@ -216,3 +217,51 @@ def _serving_problems(name: str, deployment: Resource, hpa: Resource | None, pdb
     if not any(p["spec"]["selector"].get("matchLabels") == selector for p in pdbs):
         problems.append(f"{where}: no PodDisruptionBudget selects {selector}")
     return problems
+
+
+PLACEHOLDER = "REPLACE"
+"""What the shipped Secret holds where an overlay or a secret manager must put a real value."""
+SECRET_NAME = "pricestream-secrets"
+
+
+def check_services(docs: list[Resource]) -> list[str]:
+    """The manifests against the service table (:mod:`infra.services`), one line per disagreement.
+
+    Every stream service runs as a Deployment of its name whose container runs ``services run NAME``, and the
+    Secret holds a Kafka password for ``admin`` and for every principal of the table.
+    """
+    deployments = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Deployment"}
+    problems = []
+    for service in STREAM_SERVICES:
+        deployment = deployments.get(service.name)
+        if deployment is None:
+            problems.append(f"Deployment/{service.name}: missing (expected one per stream service of the table)")
+            continue
+        args = [c.get("args") for c in deployment["spec"]["template"]["spec"]["containers"]]
+        if service.command.split() not in args:
+            problems.append(f"Deployment/{service.name}: field 'args': got {args}, expected a container running "
+                            f"{service.command.split()}")
+    for secret in _secrets(docs):
+        raw = secret.get("stringData", {}).get("PRICESTREAM_KAFKA_PASSWORDS")
+        names = set(json.loads(raw)) if isinstance(raw, str) else set()
+        wanted = {"admin"} | {s.principal for s in TABLE}
+        if raw is not None and not wanted <= names:
+            problems.append(f"Secret/{SECRET_NAME}: key 'PRICESTREAM_KAFKA_PASSWORDS': no password for "
+                            f"{sorted(wanted - names)}, expected one per principal of the service table")
+    return problems
+
+
+def check_secrets(docs: list[Resource]) -> list[str]:
+    """Secret values that still hold the shipped placeholder (a deployable kustomization has none)."""
+    problems = []
+    for secret in _secrets(docs):
+        for key, value in sorted(secret.get("stringData", {}).items()):
+            if PLACEHOLDER in str(value):
+                problems.append(f"Secret/{secret['metadata']['name']}: key {key!r} still holds the placeholder "
+                                f"{PLACEHOLDER!r}, expected a real value (an overlay, sealed-secrets or "
+                                "external-secrets supplies it)")
+    return problems
+
+
+def _secrets(docs: list[Resource]) -> list[Resource]:
+    return [d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"] == SECRET_NAME]

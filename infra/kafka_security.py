@@ -30,17 +30,18 @@ Example:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infra import services
 from infra.config import StackConfig
 from infra.errors import StartError
+from infra.services import Grant
 
-PRINCIPALS = ("admin", "producer", "features", "online-writer", "offline-writer", "scorer", "labels", "sampler",
-              "trainer", "monitor", "druid", "auditor")
-"""SCRAM users of a secure stack (``admin`` is the super user; the others are one per service, and ``auditor``
-reads the audit log's anchors for ``pricestream audit verify``)."""
+PRINCIPALS: tuple[str, ...] = ("admin", *services.grants())
+"""SCRAM users of a secure stack (``admin`` is the super user; the others are one per process of the service
+table, :mod:`infra.services`, plus ``producer``, ``druid`` and ``auditor``, who reads the audit log's anchors for
+``pricestream audit verify``)."""
 
 MECHANISM = "SCRAM-SHA-512"
 
@@ -49,45 +50,9 @@ SHADED_JAAS_PACKAGE = "org.apache.flink.kafka.shaded.org.apache.kafka.common.sec
 names the unshaded class fails in the job with ``ClassNotFoundException``."""
 
 
-@dataclass(frozen=True)
-class Grant:
-    """What one service principal may do (topics are logical: the stack's prefix is added).
-
-    ``groups`` and ``transactional_ids`` are prefixes (the principal's own name always is one);
-    ``describe`` topics are visible (metadata, watermarks) but neither read nor written.
-    """
-
-    read: tuple[str, ...] = ()
-    write: tuple[str, ...] = ()
-    describe: tuple[str, ...] = ()
-    groups: tuple[str, ...] = ()
-    transactional_ids: tuple[str, ...] = ()
-
-
-GRANTS: dict[str, Grant] = {
-    "producer": Grant(write=("behaviour.events",), describe=("behaviour.events.dlq",)),
-    "features": Grant(read=("behaviour.events",), write=("features.v1", "behaviour.events.dlq",
-                                                         "behaviour.events.accepted"),
-                      groups=("pricestream-feature-job",), transactional_ids=("pricestream-features",)),
-    "online-writer": Grant(read=("features.v1",), write=("features.v1.dlq",), groups=("features-online-writer",)),
-    "offline-writer": Grant(read=("features.v1", "behaviour.events.accepted"),
-                            write=("features.v1.dlq", "behaviour.events.accepted.dlq"),
-                            groups=("features-offline-writer",)),
-    "scorer": Grant(read=("features.v1", "pricing.requests", "control.v1"),
-                    write=("pricing.decisions", "pricing.decisions.dlq", "pricing.requests.dlq", "audit.heads"),
-                    groups=("serve-stream", "pricing-stream-scorer", "pricestream-control")),
-    "labels": Grant(read=("pricing.decisions", "behaviour.events"),
-                    write=("feedback.labels", "pricing.decisions.dlq", "behaviour.events.dlq"),
-                    groups=("feedback-labels",), transactional_ids=("feedback-labels",)),
-    "sampler": Grant(read=("feedback.labels",), write=("training.examples", "feedback.labels.dlq"),
-                     groups=("feedback-sampler",), transactional_ids=("feedback-sampler",)),
-    "trainer": Grant(read=("training.examples",), write=("training.examples.dlq",), groups=("feedback-trainer",)),
-    "monitor": Grant(read=("pricing.decisions",), write=("pricing.decisions.dlq",), groups=("pricestream-monitors",)),
-    "druid": Grant(read=("features.v1", "behaviour.events"), groups=("kafka-supervisor",)),
-    "auditor": Grant(read=("audit.heads",), groups=("pricestream-audit-verify",)),
-}
-"""Least-privilege ACLs of each service principal (DESCRIBE comes with read and write). The scorer never
-writes ``training.examples``; only the sampler does, and only the trainer reads it."""
+GRANTS: dict[str, Grant] = services.grants()
+"""Least-privilege ACLs of each principal, from the service table (DESCRIBE comes with read and write). The scorer
+never writes ``training.examples``; only the sampler does, and only the trainer reads it."""
 
 
 def password(config: StackConfig, principal: str) -> str:

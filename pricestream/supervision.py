@@ -45,7 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pricestream.commands.services import REDIS_USERS, SERVICES, default_ops_port
+from infra.services import TABLE, Service
+from pricestream.commands.services import SERVICES, default_ops_port
 from pricestream.settings import Settings
 
 STOP_MARGIN_S = 10.0
@@ -173,16 +174,24 @@ def programs(s: Settings, *, exe: str | None = None, skip: frozenset[str] = froz
     """
     exe = exe or executable()
     s = with_ops_ports(s)
-    out: list[Program] = [Program("features", f"{exe} jobs run features", 10, env=_login(s, "features"),
-                                  stops_by_signal=True, stop_as_group=False)]
-    writers = ("offline-writer",) if s.job_writes_online else ("online-writer", "offline-writer")
-    for name in writers:  # the job writes Redis itself unless job_writes_online is off
-        out.append(_service(s, exe, name, 20))
-    serve_url = f"http://{s.http_host}:{s.http_port}/healthz"
-    out.append(Program("serve", f"{exe} serve", 30, env=_login(s, "scorer", redis_user="scorer"), ops_url=serve_url))
-    for prio, name in ((40, "labels"), (50, "sampler"), (60, "trainer"), (70, "monitor")):
-        out.append(_service(s, exe, name, prio))
+    out = [_program(s, exe, service) for service in TABLE]
+    if s.job_writes_online:  # the job writes Redis itself unless job_writes_online is off
+        skip = skip | {"online-writer"}
     return [p for p in out if p.name not in skip]
+
+
+def _program(s: Settings, exe: str, service: Service) -> Program:
+    """The supervisord program of one row of the service table."""
+    env = _login(s, service.principal, redis_user=service.redis_user)
+    command = f"{exe} {service.command}"
+    if service.kind == "job":
+        return Program(service.name, command, service.priority, env=env, stops_by_signal=True, stop_as_group=False)
+    if service.kind == "serve":
+        serve_url = f"http://{s.http_host}:{s.http_port}/healthz"
+        return Program(service.name, command, service.priority, env=env, ops_url=serve_url)
+    port = default_ops_port(service.name, base=ops_base(s))
+    return Program(service.name, command, service.priority, env={"PRICESTREAM_OPS_PORT": str(port), **env},
+                   ops_url=f"http://{s.ops_host}:{port}/healthz")
 
 
 def _login(s: Settings, principal: str, *, redis_user: str | None = None) -> dict[str, str]:
@@ -190,13 +199,6 @@ def _login(s: Settings, principal: str, *, redis_user: str | None = None) -> dic
     if not s.secure:
         return {}
     return {"PRICESTREAM_KAFKA_PRINCIPAL": principal, **({"PRICESTREAM_REDIS_USER": redis_user} if redis_user else {})}
-
-
-def _service(s: Settings, exe: str, name: str, priority: int) -> Program:
-    port = default_ops_port(name, base=ops_base(s))
-    env = {"PRICESTREAM_OPS_PORT": str(port), **_login(s, name, redis_user=REDIS_USERS.get(name))}
-    return Program(name, f"{exe} services run {name}", priority, env=env,
-                   ops_url=f"http://{s.ops_host}:{port}/healthz")
 
 
 def _quote(value: str) -> str:

@@ -27,9 +27,21 @@ def k8s_validate(
     directory: _Dir = None,
     version: Annotated[str | None, typer.Option(envvar="PRICESTREAM_K8S_VERSION", help="Kubernetes schema version")]
     = None,
+    template: Annotated[bool, typer.Option(
+        "--template", help="the manifests as shipped: Secret placeholders allowed (a deployable one has none)")]
+    = False,
 ) -> None:
-    """Every resource against the shipped Kubernetes schemas (and the FlinkDeployment CRD's), then the N+1 rules."""
-    from infra.k8s_manifests import KUBERNETES_VERSION, ManifestError, check_policies, render, validate
+    """Every resource against the shipped Kubernetes schemas (and the FlinkDeployment CRD's), the N+1 rules, the
+    service table (a Deployment per stream service, a password per principal) and no placeholder secret."""
+    from infra.k8s_manifests import (
+        KUBERNETES_VERSION,
+        ManifestError,
+        check_policies,
+        check_secrets,
+        check_services,
+        render,
+        validate,
+    )
 
     rows, problems = [], []
     for target in _targets(directory):
@@ -37,7 +49,8 @@ def k8s_validate(
             docs = render(target)
         except ManifestError as exc:
             fail(str(exc))
-        found = validate(docs, version=version or KUBERNETES_VERSION) + check_policies(docs)
+        found = validate(docs, version=version or KUBERNETES_VERSION) + check_policies(docs) + check_services(docs)
+        found += [] if template else check_secrets(docs)
         rows.append((str(target), len(docs), len(found)))
         problems += [f"{target}: {p}" for p in found]
     out.print(table(("kustomization", "resources", "problems"), rows))

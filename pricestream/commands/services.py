@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from infra.services import STREAM_SERVICES, by_name, ops_index
 from pricestream.commands.common import (
     bind_error,
     ensure_bindable,
@@ -52,12 +53,8 @@ if TYPE_CHECKING:
 
 app = new_app("Long-running stream services, one OS process each (pricestream services run NAME).")
 
-SERVICES: tuple[str, ...] = ("online-writer", "offline-writer", "labels", "sampler", "trainer", "monitor")
-"""Every service ``services run`` knows, in the order ``pricestream run`` gives them ops ports."""
-
-
-REDIS_USERS: dict[str, str] = {"online-writer": "writer"}
-"""The Redis ACL user of each service on a secure stack (the others never open Redis)."""
+SERVICES: tuple[str, ...] = tuple(s.name for s in STREAM_SERVICES)
+"""Every service ``services run`` knows (:data:`infra.services.STREAM_SERVICES`), in the order of their ops ports."""
 
 
 def _check_access(s: Settings, name: str) -> None:
@@ -80,7 +77,7 @@ check_principal_access = _check_access
 
 def default_ops_port(name: str, *, base: int) -> int:
     """The ``/healthz`` + ``/metrics`` port of a service when ``--ops-port`` is not given."""
-    return base + SERVICES.index(name)
+    return base + ops_index(name)
 
 
 @dataclass(frozen=True)
@@ -295,7 +292,7 @@ def services_run(
         fail(f"--max-feature-shift: got {max_feature_shift}, expected a number > 0")
     if tier not in ("light", "heavy"):
         fail(f"--tier: got {tier!r}, expected light or heavy")
-    s = settings().acting_as(name, redis_user=REDIS_USERS.get(name))
+    s = settings().acting_as(name, redis_user=by_name(name).redis_user)
     port = _ops_port(s, name) if ops_port is None else ops_port
     ensure_bindable(s.ops_host, port, what=f"{name} ops port (--ops-port)")  # before the group and the topics
     json_logs()

@@ -7,7 +7,7 @@ import copy
 import pytest
 from typer.testing import CliRunner
 
-from infra.k8s_manifests import K8S_ROOT, check_policies, render, validate
+from infra.k8s_manifests import K8S_ROOT, check_policies, check_services, render, validate
 from pricestream.cli import app
 
 KUSTOMIZATIONS = sorted(p.parent for p in K8S_ROOT.rglob("kustomization.yaml"))
@@ -67,6 +67,27 @@ def test_broken_manifests_are_reported_naming_resource_and_field() -> None:
 
 
 def test_the_command_validates_every_kustomization() -> None:
-    result = CliRunner().invoke(app, ["k8s", "validate"])
+    result = CliRunner().invoke(app, ["k8s", "validate", "--template"])
     assert result.exit_code == 0, result.output
     assert "overlays/production" in result.output and "N+1" in result.output
+
+
+def test_a_secret_that_still_holds_a_placeholder_fails_validate() -> None:
+    result = CliRunner().invoke(app, ["k8s", "validate", str(K8S_ROOT / "overlays" / "dev")])
+    assert result.exit_code != 0
+    assert "Secret/pricestream-secrets: key 'PRICESTREAM_AUDIT_KEY' still holds the placeholder" in result.output
+
+
+def test_manifests_follow_the_service_table() -> None:
+    docs = render(K8S_ROOT / "base")
+    assert check_services(docs) == []
+    labels = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "labels")
+    labels["spec"]["template"]["spec"]["containers"][0]["args"] = ["services", "run", "sampler"]
+    secret = next(d for d in docs if d["kind"] == "Secret")
+    secret["stringData"]["PRICESTREAM_KAFKA_PASSWORDS"] = '{"admin": "x", "writer": "y"}'
+    docs = [d for d in docs if not (d["kind"] == "Deployment" and d["metadata"]["name"] == "monitor")]
+    problems = check_services(docs)
+    assert "Deployment/monitor: missing (expected one per stream service of the table)" in problems
+    assert any(p.startswith("Deployment/labels: field 'args'") and "'run', 'labels'" in p for p in problems)
+    assert any("no password for ['features', 'labels', 'monitor', 'offline-writer', 'online-writer', 'sampler', "
+               "'scorer', 'trainer']" in p for p in problems), problems
