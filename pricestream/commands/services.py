@@ -51,6 +51,9 @@ from pricestream.settings import Settings
 if TYPE_CHECKING:
     from feedback.services.trainer_service import Snapshot
 
+Summary = dict[str, object]
+"""What a service's run ends with: the fields of its JSON summary line."""
+
 app = new_app("Long-running stream services, one OS process each (pricestream services run NAME).")
 
 SERVICES: tuple[str, ...] = tuple(s.name for s in STREAM_SERVICES)
@@ -103,23 +106,25 @@ def _group(s: Settings, default: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- runners
-def _online_writer(o: Options, stop: threading.Event) -> Any:
+def _online_writer(o: Options, stop: threading.Event) -> Summary:
     from features import online_writer
 
     config = o.settings.features()
     config = config.model_copy(update={"online_group": _group(o.settings, config.online_group)})
-    return online_writer.run(config, stop_event=stop, runtime=online_writer.runtime_config(config, **o.runtime))
+    runtime = online_writer.runtime_config(config, **o.runtime)
+    return _fields(online_writer.run(config, stop_event=stop, runtime=runtime))
 
 
-def _offline_writer(o: Options, stop: threading.Event) -> Any:
+def _offline_writer(o: Options, stop: threading.Event) -> Summary:
     from features import offline_writer
 
     config = o.settings.features()
     config = config.model_copy(update={"offline_group": _group(o.settings, config.offline_group)})
-    return offline_writer.run(config, stop_event=stop, runtime=offline_writer.runtime_config(config, **o.runtime))
+    runtime = offline_writer.runtime_config(config, **o.runtime)
+    return _fields(offline_writer.run(config, stop_event=stop, runtime=runtime))
 
 
-def _labels(o: Options, stop: threading.Event) -> Any:
+def _labels(o: Options, stop: threading.Event) -> Summary:
     from feedback.services import label_service as svc
 
     s = o.settings
@@ -132,10 +137,10 @@ def _labels(o: Options, stop: threading.Event) -> Any:
         from pricestream.commands.cold_start import history_store
 
         counts = history_store(s)
-    return svc.run(config, stop_event=stop, runtime=svc.runtime_config(config, **o.runtime), counts=counts)
+    return _fields(svc.run(config, stop_event=stop, runtime=svc.runtime_config(config, **o.runtime), counts=counts))
 
 
-def _sampler(o: Options, stop: threading.Event) -> Any:
+def _sampler(o: Options, stop: threading.Event) -> Summary:
     from feedback.samplers import SamplerConfig
     from feedback.services import sampler_service as svc
 
@@ -146,10 +151,10 @@ def _sampler(o: Options, stop: threading.Event) -> Any:
         sampler=SamplerConfig(c=o.sampler_c, floor=o.sampler_floor, seed=s.seed),
         group_id=_group(s, "feedback-sampler"), transactional_id=_group(s, f"feedback-sampler-{s.service_instance}"),
     )
-    return svc.run(config, stop_event=stop, runtime=svc.runtime_config(config, **o.runtime))
+    return _fields(svc.run(config, stop_event=stop, runtime=svc.runtime_config(config, **o.runtime)))
 
 
-def _trainer(o: Options, stop: threading.Event) -> Any:
+def _trainer(o: Options, stop: threading.Event) -> Summary:
     from feedback.continued import GuardConfig
     from feedback.services import trainer_service as svc
 
@@ -170,12 +175,12 @@ def _trainer(o: Options, stop: threading.Event) -> Any:
 
     models = open_registry(s)
     refitter = hotel_refitter(s, models, pooled_frame=lambda: newest_training_snapshot(s).frame)
-    return svc.run(config, snapshot=lambda: newest_training_snapshot(s), stop_event=stop,
-                   runtime=svc.runtime_config(config, **o.runtime), on_registered=lambda v: promote_trained(s, v),
-                   models=models, refitter=refitter)
+    return _fields(svc.run(config, snapshot=lambda: newest_training_snapshot(s), stop_event=stop,
+                           runtime=svc.runtime_config(config, **o.runtime),
+                           on_registered=lambda v: promote_trained(s, v), models=models, refitter=refitter))
 
 
-def _monitor(o: Options, stop: threading.Event) -> Any:
+def _monitor(o: Options, stop: threading.Event) -> Summary:
     from prometheus_client import CollectorRegistry
 
     from events.runtime import Runtime, RuntimeConfig
@@ -199,7 +204,7 @@ def _monitor(o: Options, stop: threading.Event) -> Any:
     return {**asdict(stats), "monitored": monitor.n_decisions, "dashboard": None if path is None else str(path)}
 
 
-RUNNERS: dict[str, Callable[[Options, threading.Event], Any]] = {
+RUNNERS: dict[str, Callable[[Options, threading.Event], Summary]] = {
     "online-writer": _online_writer, "offline-writer": _offline_writer, "labels": _labels,
     "sampler": _sampler, "trainer": _trainer, "monitor": _monitor,
 }
@@ -230,81 +235,85 @@ def _bootstrap_snapshot(s: Settings) -> Snapshot:
     return Snapshot(manifest.id, frame.drop(columns=["true_prob"], errors="ignore"))
 
 
-def _summary(name: str, stats: Any) -> str:
-    body = asdict(stats) if is_dataclass(stats) and not isinstance(stats, type) else stats
-    return json.dumps({"service": name, **body}, default=str, sort_keys=True)
+def _fields(stats: object) -> Summary:
+    """A service's run statistics (a dataclass) as the fields of its JSON summary."""
+    if not is_dataclass(stats) or isinstance(stats, type):
+        msg = f"stats: got {type(stats).__name__}, expected a dataclass of run statistics"
+        raise TypeError(msg)
+    return asdict(stats)
+
+
+def _summary(name: str, stats: Summary) -> str:
+    return json.dumps({"service": name, **stats}, default=str, sort_keys=True)
 
 
 # ---------------------------------------------------------------------------------------------- command
+# the options of ``services run``
+_Name = Annotated[str, typer.Argument(help=f"one of {', '.join(SERVICES)}")]
+_OpsPort = Annotated[int | None, typer.Option(
+    envvar="PRICESTREAM_OPS_PORT", min=0, max=65535,
+    help="port of /healthz and /metrics (default: PRICESTREAM_OPS_BASE_PORT + its index, else the port "
+         "pricestream run recorded for this state dir, else any free one; 0: any)")]
+_Grace = Annotated[float | None, typer.Option(
+    envvar="PRICESTREAM_GRACE_S", min=0.1, help="seconds a stop may take (default: settings grace_s)")]
+_MaxIdle = Annotated[float | None, typer.Option(
+    envvar="PRICESTREAM_MAX_IDLE", min=0.1, help="stop after this many idle seconds")]
+_Batch = Annotated[int | None, typer.Option(
+    envvar="PRICESTREAM_SERVICE_BATCH", min=1, help="most records per batch (default: the service's)")]
+_HorizonHours = Annotated[float, typer.Option(
+    envvar="PRICESTREAM_LABEL_HORIZON_HOURS", min=0.01, help="labels: how long a decision waits for a booking")]
+_Strategy = Annotated[str, typer.Option(
+    envvar="PRICESTREAM_SAMPLER_STRATEGY", help="sampler: committee, uncertainty, margin, fisher or random")]
+_Tier = Annotated[str, typer.Option(envvar="PRICESTREAM_TRAINER_TIER", help="trainer: light or heavy")]
+_TrainEvery = Annotated[int, typer.Option(
+    envvar="PRICESTREAM_TRAINER_TRAIN_EVERY", min=1, help="trainer: examples per guarded update")]
+_Reference = Annotated[str | None, typer.Option(
+    envvar="PRICESTREAM_REFERENCE", help="monitor: snapshot id of the drift reference")]
+_SamplerC = Annotated[float, typer.Option(
+    envvar="PRICESTREAM_SAMPLER_C",
+    help="sampler: selection probability q = min(1, c x informativeness)")]
+_SamplerFloor = Annotated[float, typer.Option(
+    envvar="PRICESTREAM_SAMPLER_FLOOR",
+    help="sampler: lowest selection probability (every label stays selectable)")]
+_GuardTolerance = Annotated[float | None, typer.Option(
+    envvar="PRICESTREAM_TRAINER_GUARD_TOLERANCE",
+    help="trainer: log-loss increase over the live model a candidate may have (default: the guard's 0.002)")]
+_MaxFeatureShift = Annotated[float | None, typer.Option(
+    envvar="PRICESTREAM_TRAINER_MAX_FEATURE_SHIFT",
+    help="trainer: poison guard's bound on a feature's mean shift, in reference sds (default: the guard's 2.0)")]
+
+
 @app.command("run")
 def services_run(
-    name: Annotated[str, typer.Argument(help=f"one of {', '.join(SERVICES)}")],
-    ops_port: Annotated[int | None, typer.Option(
-        envvar="PRICESTREAM_OPS_PORT", min=0, max=65535,
-        help="port of /healthz and /metrics (default: PRICESTREAM_OPS_BASE_PORT + its index, else the port "
-             "pricestream run recorded for this state dir, else any free one; 0: any)")] = None,
-    grace: Annotated[float | None, typer.Option(
-        envvar="PRICESTREAM_GRACE_S", min=0.1, help="seconds a stop may take (default: settings grace_s)")] = None,
-    max_idle: Annotated[float | None, typer.Option(
-        envvar="PRICESTREAM_MAX_IDLE", min=0.1, help="stop after this many idle seconds")] = None,
-    batch: Annotated[int | None, typer.Option(
-        envvar="PRICESTREAM_SERVICE_BATCH", min=1, help="most records per batch (default: the service's)")] = None,
-    horizon_hours: Annotated[float, typer.Option(
-        envvar="PRICESTREAM_LABEL_HORIZON_HOURS", min=0.01, help="labels: how long a decision waits for a booking")]
-    = 24.0,
-    strategy: Annotated[str, typer.Option(
-        envvar="PRICESTREAM_SAMPLER_STRATEGY", help="sampler: committee, uncertainty, margin, fisher or random")]
-    = "committee",
-    tier: Annotated[str, typer.Option(envvar="PRICESTREAM_TRAINER_TIER", help="trainer: light or heavy")] = "light",
-    train_every: Annotated[int, typer.Option(
-        envvar="PRICESTREAM_TRAINER_TRAIN_EVERY", min=1, help="trainer: examples per guarded update")] = 1000,
-    reference: Annotated[str | None, typer.Option(
-        envvar="PRICESTREAM_REFERENCE", help="monitor: snapshot id of the drift reference")] = None,
-    sampler_c: Annotated[float, typer.Option(
-        envvar="PRICESTREAM_SAMPLER_C",
-        help="sampler: selection probability q = min(1, c x informativeness)")] = 1.0,
-    sampler_floor: Annotated[float, typer.Option(
-        envvar="PRICESTREAM_SAMPLER_FLOOR",
-        help="sampler: lowest selection probability (every label stays selectable)")] = 0.01,
-    guard_tolerance: Annotated[float | None, typer.Option(
-        envvar="PRICESTREAM_TRAINER_GUARD_TOLERANCE",
-        help="trainer: log-loss increase over the live model a candidate may have (default: the guard's 0.002)")]
-    = None,
-    max_feature_shift: Annotated[float | None, typer.Option(
-        envvar="PRICESTREAM_TRAINER_MAX_FEATURE_SHIFT",
-        help="trainer: poison guard's bound on a feature's mean shift, in reference sds (default: the guard's 2.0)")]
-    = None,
+    name: _Name,
+    ops_port: _OpsPort = None,
+    grace: _Grace = None,
+    max_idle: _MaxIdle = None,
+    batch: _Batch = None,
+    horizon_hours: _HorizonHours = 24.0,
+    strategy: _Strategy = "committee",
+    tier: _Tier = "light",
+    train_every: _TrainEvery = 1000,
+    reference: _Reference = None,
+    sampler_c: _SamplerC = 1.0,
+    sampler_floor: _SamplerFloor = 0.01,
+    guard_tolerance: _GuardTolerance = None,
+    max_feature_shift: _MaxFeatureShift = None,
 ) -> None:
     """Run one stream service until SIGTERM / Ctrl-C (or ``--max-idle``); prints a JSON summary on exit."""
     from events.admin import create_topics
 
-    if name not in RUNNERS:
-        fail(f"NAME: got {name!r}, expected one of {list(SERVICES)}")
-    if strategy not in ("committee", "uncertainty", "margin", "fisher", "random"):
-        fail(f"--strategy: got {strategy!r}, expected one of committee, uncertainty, margin, fisher, random")
-    if not sampler_c > 0:
-        fail(f"--sampler-c: got {sampler_c}, expected a number > 0")
-    if not 0 < sampler_floor <= 1:
-        fail(f"--sampler-floor: got {sampler_floor}, expected a number in (0, 1]")
-    if guard_tolerance is not None and not guard_tolerance >= 0:
-        fail(f"--guard-tolerance: got {guard_tolerance}, expected a number >= 0")
-    if max_feature_shift is not None and not max_feature_shift > 0:
-        fail(f"--max-feature-shift: got {max_feature_shift}, expected a number > 0")
-    if tier not in ("light", "heavy"):
-        fail(f"--tier: got {tier!r}, expected light or heavy")
+    _check_options(name, strategy, tier, sampler_c, sampler_floor, guard_tolerance, max_feature_shift)
     s = settings().acting_as(name, redis_user=by_name(name).redis_user)
     port = _ops_port(s, name) if ops_port is None else ops_port
     ensure_bindable(s.ops_host, port, what=f"{name} ops port (--ops-port)")  # before the group and the topics
     json_logs()
     runtime: dict[str, Any] = {
-        "ops_host": s.ops_host,
-        "ops_port": port,
-        "grace_s": grace or s.grace_s, "log_every_s": s.log_every_s, "max_idle_s": max_idle,
+        "ops_host": s.ops_host, "ops_port": port, "grace_s": grace or s.grace_s, "log_every_s": s.log_every_s,
+        "max_idle_s": max_idle, **({} if batch is None else {"max_batch": batch}),
         # static membership: a restart by this same command takes the partitions back at once
         "instance_id": _group(s, f"{name}-{s.service_instance}"),
     }
-    if batch is not None:
-        runtime["max_batch"] = batch
     if s.secure:  # topics and ACLs are the admin's (``pricestream run``); this principal may only use its own
         _check_access(s, name)
     else:
@@ -319,6 +328,28 @@ def services_run(
                 raise
             raise bind_error(exc, s.ops_host, port, what=f"{name} ops port (--ops-port)") from exc
     out.print(_summary(name, stats), soft_wrap=True, highlight=False, markup=False)
+
+
+def _check_options(name: str, strategy: str, tier: str, sampler_c: float, sampler_floor: float,
+                   guard_tolerance: float | None, max_feature_shift: float | None) -> None:
+    """Stop with the option, its value and what it takes, at the first one that is out of range."""
+    checks = (
+        (name in RUNNERS, f"NAME: got {name!r}, expected one of {list(SERVICES)}"),
+        (strategy in _STRATEGIES, f"--strategy: got {strategy!r}, expected one of {', '.join(_STRATEGIES)}"),
+        (sampler_c > 0, f"--sampler-c: got {sampler_c}, expected a number > 0"),
+        (0 < sampler_floor <= 1, f"--sampler-floor: got {sampler_floor}, expected a number in (0, 1]"),
+        (guard_tolerance is None or guard_tolerance >= 0,
+         f"--guard-tolerance: got {guard_tolerance}, expected a number >= 0"),
+        (max_feature_shift is None or max_feature_shift > 0,
+         f"--max-feature-shift: got {max_feature_shift}, expected a number > 0"),
+        (tier in ("light", "heavy"), f"--tier: got {tier!r}, expected light or heavy"),
+    )
+    for ok, message in checks:
+        if not ok:
+            fail(message)
+
+
+_STRATEGIES = ("committee", "uncertainty", "margin", "fisher", "random")
 
 
 def _ops_port(s: Settings, name: str) -> int:
