@@ -10,7 +10,8 @@ gate                   observed                                                 
 ``net_value``          per request, candidate minus incumbent: revenue net of the       CS > 0 (waits
                        rooms' value (``*_net``), or revenue where no bid price was      while the CS
                        logged; a mixture SPRT (:mod:`delivery.sequential`) whose        spans 0)
-                       confidence sequence (CS) holds at every look
+                       confidence sequence (CS) holds at every look, regression
+                       adjusted on ``*_covariate`` when the evidence has them
 ``p99_latency``        candidate p99 latency in ms                                      <= limit
 =====================  ===============================================================  ===============
 
@@ -88,6 +89,11 @@ class Evidence:
     incumbent_net: ArrayLike | None = None
     candidate_net: ArrayLike | None = None
     candidate_latency_ms: ArrayLike | None = None
+    incumbent_covariate: ArrayLike | None = None
+    """Per ``incumbent_net`` outcome, the incumbent's expected net value of that request (its predicted booking
+    probability x (price - bid price)), known before the outcome: the sequential gate adjusts for it (CUPED)."""
+    candidate_covariate: ArrayLike | None = None
+    """Per ``candidate_net`` outcome, the same *incumbent's* expectation (from its shadow pricing of the request)."""
 
 
 def _fmt(x: float) -> str:
@@ -165,11 +171,14 @@ def price_mean_shift_gate(incumbent: ArrayLike, candidate: ArrayLike, *, limits:
 
 
 def net_value_gate(incumbent: ArrayLike, candidate: ArrayLike, *, limits: GateLimits,
-                   measure: str = "net value") -> GateResult:
+                   measure: str = "net value",
+                   covariates: tuple[ArrayLike, ArrayLike] | None = None) -> GateResult:
     """The sequential test of the candidate's value per request against the incumbent's.
 
     Passes on ``promote``, fails on ``abort`` and ``inconclusive``, waits otherwise. ``observed`` is
     the lower end of the confidence sequence for the effect (candidate minus incumbent), ``limit`` 0.
+    ``covariates`` (one per outcome of each arm, not depending on the arm that served: see
+    :class:`delivery.sequential.CoMoments`) make it a regression-adjusted test.
 
     Example:
         >>> import numpy as np
@@ -179,8 +188,10 @@ def net_value_gate(incumbent: ArrayLike, candidate: ArrayLike, *, limits: GateLi
         >>> r.passed, r.waiting, r.message.split(":")[0]
         (False, False, "gate 'net_value' failed on net value per request")
     """
+    pair = None if covariates is None else (_array("incumbent_covariate", covariates[0]),
+                                            _array("candidate_covariate", covariates[1]))
     decision = compare(_array(f"incumbent {measure}", incumbent), _array(f"candidate {measure}", candidate),
-                       config=limits.sequential)
+                       config=limits.sequential, covariates=pair)
     return sequential_result(decision, measure=measure)
 
 
@@ -230,7 +241,11 @@ def evaluate_gates(evidence: Evidence, *, limits: GateLimits, outcomes: bool) ->
 def _outcome_gate(e: Evidence, limits: GateLimits) -> GateResult:
     """``net_value`` on net value where both arms have it, else on revenue per request."""
     if e.incumbent_net is not None and e.candidate_net is not None:
-        return net_value_gate(e.incumbent_net, e.candidate_net, limits=limits, measure="net value")
+        covariates = None
+        if e.incumbent_covariate is not None and e.candidate_covariate is not None:
+            covariates = (e.incumbent_covariate, e.candidate_covariate)
+        return net_value_gate(e.incumbent_net, e.candidate_net, limits=limits, measure="net value",
+                              covariates=covariates)
     if e.incumbent_revenue is not None and e.candidate_revenue is not None:
         return net_value_gate(e.incumbent_revenue, e.candidate_revenue, limits=limits, measure="revenue")
     return _no_evidence("net_value", 0.0, "incumbent and candidate outcomes (net value or revenue per request)")

@@ -21,6 +21,12 @@ The verdict has three outcomes:
 * ``wait``: neither yet. With ``max_outcomes`` set, a candidate arm that reached it undecided is
   ``inconclusive``: the incumbent stays (an equal model is kept, at no cost beyond the test's error).
 
+With a covariate per outcome known before the request was served (:class:`CoMoments`: the
+incumbent's expected net value of the request), the effect is regression adjusted (CUPED): same
+mean, the variance of the residuals. The gain is bounded by the share of the outcome's variance that
+lies *between* requests: at a 15% booking rate the booking draw itself holds about 90% of it, so the
+adjustment saves at most about a tenth of the outcomes (``bench/promotion_power.py`` measures it).
+
 The outcome is what a request earned: revenue net of the rooms' value where the decisions log the
 bid price, revenue otherwise. ``tau`` is ``mixture_sd`` outcome standard deviations: the effect
 size that the test detects soonest (at a 6% booking rate, 3% of revenue per request is about 0.7%
@@ -64,6 +70,11 @@ class SequentialConfig(BaseModel):
             a mean of zero-inflated revenues needs some hundreds of bookings to hold).
         max_outcomes: candidate outcomes after which an undecided test ends ``inconclusive``
             (``None``: it waits as long as traffic comes).
+        margin: non-inferiority margin, a share of the incumbent's mean: promote once the confidence
+            sequence rules out a loss larger than it (0: only a candidate shown better). A candidate
+            ``margin`` worse is promoted at most at the test's error rate, an equal one with high
+            probability; separating +3% from -3% (margin 0.03) takes about a quarter of the outcomes
+            that separating +3% from 0 takes. Evidence that the candidate is worse at all still aborts.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -72,6 +83,7 @@ class SequentialConfig(BaseModel):
     mixture_sd: float = Field(default=0.01, gt=0.0)
     min_outcomes: int = Field(default=2_000, ge=2)
     max_outcomes: int | None = Field(default=None, ge=2)
+    margin: float = Field(default=0.0, ge=0.0, lt=1.0)
 
 
 @dataclass(frozen=True)
@@ -113,6 +125,69 @@ class Moments:
         delta = other.mean - self.mean
         mean = self.mean + delta * other.n / n
         return Moments(n, mean, self.m2 + other.m2 + delta * delta * self.n * other.n / n)
+
+
+@dataclass(frozen=True)
+class CoMoments:
+    """Moments of one arm's outcomes ``y`` and a covariate ``x`` known before the request was served.
+
+    Regression adjustment (CUPED; Deng, Xu, Kohavi and Walker, 2013): with ``beta`` the pooled
+    within-arm slope of ``y`` on ``x``, the effect ``(y_c - y_i) - beta (x_c - x_i)`` has the same mean as
+    the difference of means (the arms were assigned at random, so ``x`` has one mean in both) and the
+    variance of the residuals ``y - beta x``; the mixture SPRT on it stays always valid (Lindon, Ham,
+    Tingley and Bojinov, "Anytime-valid linear models and regression adjusted causal inference in
+    randomized experiments", 2022). ``x`` must not depend on the arm that served the request: the
+    rollout uses the *incumbent's* expected net value of every request (its predicted booking
+    probability x (price - bid price) at its own price, from its served or shadow decision).
+
+    Example:
+        >>> m = CoMoments.of([1.0, 2.0, 4.0], [1.0, 2.0, 3.0]).merge(CoMoments.of([5.0], [4.0]))
+        >>> m.n, m.mean, m.x_mean, round(m.sxy / m.sxx, 3)
+        (4, 3.0, 2.5, 1.4)
+    """
+
+    n: int = 0
+    mean: float = 0.0
+    x_mean: float = 0.0
+    m2: float = 0.0
+    sxx: float = 0.0
+    sxy: float = 0.0
+
+    @classmethod
+    def of(cls, values: ArrayLike, covariate: ArrayLike) -> CoMoments:
+        """Moments of outcomes and their covariates (finite numbers, one covariate per outcome)."""
+        y, x = Moments.of(values), Moments.of(covariate)
+        if y.n != x.n:
+            raise RoutingInputError(field="covariate", value=f"{x.n} values", expected=f"{y.n}: one per outcome")
+        if y.n == 0:
+            return cls()
+        yy, xx = np.asarray(values, dtype=float).ravel(), np.asarray(covariate, dtype=float).ravel()
+        return cls(y.n, y.mean, x.mean, y.m2, x.m2, float(((yy - y.mean) * (xx - x.mean)).sum()))
+
+    @property
+    def var(self) -> float:
+        """Sample variance of the outcomes (0 below two)."""
+        return self.m2 / (self.n - 1) if self.n > 1 else 0.0
+
+    def residual_var(self, beta: float) -> float:
+        """Sample variance of ``y - beta x`` (0 below three outcomes)."""
+        ss = self.m2 - 2.0 * beta * self.sxy + beta * beta * self.sxx
+        return max(ss, 0.0) / (self.n - 2) if self.n > 2 else 0.0
+
+    def merge(self, other: CoMoments) -> CoMoments:
+        """The moments of both samples together."""
+        n = self.n + other.n
+        if n == 0:
+            return self
+        dy, dx = other.mean - self.mean, other.x_mean - self.x_mean
+        w = self.n * other.n / n
+        return CoMoments(n, self.mean + dy * other.n / n, self.x_mean + dx * other.n / n,
+                         self.m2 + other.m2 + dy * dy * w, self.sxx + other.sxx + dx * dx * w,
+                         self.sxy + other.sxy + dx * dy * w)
+
+
+ArmMoments = Moments | CoMoments
+"""One arm's sufficient statistics: plain, or with a covariate for regression adjustment."""
 
 
 @dataclass(frozen=True)
@@ -171,42 +246,70 @@ def half_width(variance: float, tau: float, alpha: float) -> float:
     return math.sqrt(variance * (variance + t2) / t2 * (2 * math.log(1 / alpha) + math.log((variance + t2) / variance)))
 
 
-def _waiting(inc: Moments, cand: Moments, why: str) -> SequentialDecision:
+def _waiting(inc: ArmMoments, cand: ArmMoments, why: str) -> SequentialDecision:
     nan = math.nan
     effect = cand.mean - inc.mean if inc.n and cand.n else nan
     return SequentialDecision("wait", effect, -math.inf, math.inf, nan, 1.0, inc.n, cand.n, inc.mean, why)
 
 
-def decide(inc: Moments, cand: Moments, *, config: SequentialConfig) -> SequentialDecision:
-    """The test's verdict on the two arms' moments (see the module docstring)."""
+def _estimate(inc: ArmMoments, cand: ArmMoments) -> tuple[float, float, float, str]:
+    """(effect, its variance, pooled outcome variance, how it was estimated) of the two arms."""
+    pooled = ((inc.n - 1) * inc.var + (cand.n - 1) * cand.var) / (inc.n + cand.n - 2)
+    if isinstance(inc, CoMoments) and isinstance(cand, CoMoments):
+        sxx = inc.sxx + cand.sxx
+        if sxx > 0.0:
+            beta = (inc.sxy + cand.sxy) / sxx
+            effect = (cand.mean - inc.mean) - beta * (cand.x_mean - inc.x_mean)
+            variance = inc.residual_var(beta) / inc.n + cand.residual_var(beta) / cand.n
+            raw = inc.var / inc.n + cand.var / cand.n
+            share = 1.0 - variance / raw if raw > 0 else 0.0
+            return effect, variance, pooled, f", adjusted for the covariate (variance -{100 * share:.1f}%)"
+    return cand.mean - inc.mean, inc.var / inc.n + cand.var / cand.n, pooled, ""
+
+
+def decide(inc: ArmMoments, cand: ArmMoments, *, config: SequentialConfig) -> SequentialDecision:
+    """The test's verdict on the two arms' moments (see the module docstring).
+
+    With :class:`CoMoments` for both arms the effect is regression adjusted (see :class:`CoMoments`).
+    """
     if min(inc.n, cand.n) < config.min_outcomes:
         need = f"{inc.n} incumbent and {cand.n} candidate outcomes, deciding from {config.min_outcomes} per arm"
         return _waiting(inc, cand, f"gathering evidence: {need}")
-    variance = inc.var / inc.n + cand.var / cand.n
-    pooled = ((inc.n - 1) * inc.var + (cand.n - 1) * cand.var) / (inc.n + cand.n - 2)
+    effect, variance, pooled, how = _estimate(inc, cand)
     if variance <= 0.0 or pooled <= 0.0:
         return _waiting(inc, cand, "no variation in the outcomes yet")
     tau = config.mixture_sd * math.sqrt(pooled)
-    effect = cand.mean - inc.mean
     log_lr = mixture_log_lr(effect, variance, tau)
     width = half_width(variance, tau, config.alpha)
     lower, upper = effect - width, effect + width
     p_value = min(1.0, math.exp(-log_lr)) if log_lr > 0 else 1.0
-    verdict: Verdict = "promote" if lower > 0 else "abort" if upper < 0 else "wait"
+    floor = -config.margin * abs(inc.mean)  # the margin in outcome units (plug-in incumbent mean)
+    verdict: Verdict = "abort" if upper < 0 else "promote" if lower > floor else "wait"
     if verdict == "wait" and config.max_outcomes is not None and cand.n >= config.max_outcomes:
         verdict = "inconclusive"
     rel = f" ({100 * effect / abs(inc.mean):+.2f}%)" if inc.mean else ""
-    words = {"promote": "candidate better", "abort": "candidate worse", "wait": "undecided",
-             "inconclusive": f"undecided after {cand.n} candidate outcomes, the incumbent stays"}
-    reason = (f"{words[verdict]}: effect {effect:+.4g} per request{rel}, {100 * (1 - config.alpha):g}% "
-              f"confidence sequence [{lower:+.4g}, {upper:+.4g}], always-valid p {p_value:.3g}, "
-              f"n {inc.n}/{cand.n}")
+    reason = (f"{_words(verdict, cand.n, config)}: effect {effect:+.4g} per request{rel}, "
+              f"{100 * (1 - config.alpha):g}% confidence sequence [{lower:+.4g}, {upper:+.4g}], "
+              f"always-valid p {p_value:.3g}, n {inc.n}/{cand.n}{how}")
     return SequentialDecision(verdict, effect, lower, upper, log_lr, p_value, inc.n, cand.n, inc.mean, reason)
 
 
-def compare(incumbent: ArrayLike, candidate: ArrayLike, *, config: SequentialConfig) -> SequentialDecision:
-    """The test's verdict on all outcomes so far of each arm (one value per request served)."""
-    return decide(Moments.of(incumbent), Moments.of(candidate), config=config)
+def _words(verdict: Verdict, n_candidate: int, config: SequentialConfig) -> str:
+    better = f"candidate not worse by {100 * config.margin:g}%" if config.margin else "candidate better"
+    return {"promote": better, "abort": "candidate worse", "wait": "undecided",
+            "inconclusive": f"undecided after {n_candidate} candidate outcomes, the incumbent stays"}[verdict]
+
+
+def compare(incumbent: ArrayLike, candidate: ArrayLike, *, config: SequentialConfig,
+            covariates: tuple[ArrayLike, ArrayLike] | None = None) -> SequentialDecision:
+    """The test's verdict on all outcomes so far of each arm (one value per request served).
+
+    ``covariates`` (incumbent's, candidate's; one per outcome) adjust the effect for a value known before
+    the request was served (see :class:`CoMoments`).
+    """
+    if covariates is None:
+        return decide(Moments.of(incumbent), Moments.of(candidate), config=config)
+    return decide(CoMoments.of(incumbent, covariates[0]), CoMoments.of(candidate, covariates[1]), config=config)
 
 
 class SequentialTest:
