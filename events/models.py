@@ -38,7 +38,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic._internal._model_construction import ModelMetaclass  # the documented way to extend it
-from pydantic_core import PydanticCustomError
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 from events.errors import EventValidationError
 
@@ -87,7 +87,7 @@ UUID_TEXT = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a
 DATE_TEXT = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 
 
-def _epoch_ms(value: Any) -> datetime:
+def _epoch_ms(value: int) -> datetime:
     """Epoch milliseconds (an integer, in range) to an aware UTC datetime."""
     if not EVENT_TIME_MIN_MS <= value < EVENT_TIME_MAX_MS:
         msg = f"epoch milliseconds in [{EVENT_TIME_MIN_MS}, {EVENT_TIME_MAX_MS}) (2000-01-01 to 2100-01-01 UTC)"
@@ -104,11 +104,11 @@ _ISO_INSTANT = re.compile(INSTANT_TEXT)
 _INSTANT = "integer epoch milliseconds, or ISO-8601 text with an offset (2026-11-30T09:15:00Z)"
 
 
-def _to_utc(value: Any, info: ValidationInfo) -> Any:
+def _to_utc(value: object, info: ValidationInfo) -> datetime:
     """Integer epoch milliseconds or offset ISO-8601 text; in Python also an aware datetime. Naive times are refused."""
-    if value.__class__ is datetime and value.tzinfo is UTC:
+    if isinstance(value, datetime) and value.__class__ is datetime and value.tzinfo is UTC:
         return value  # the common case (our own records, re-checked before sending): nothing to convert
-    if value.__class__ is int:  # bool is an int subclass, and float ms are not the wire form
+    if isinstance(value, int) and value.__class__ is int:  # bool is an int subclass; float ms are not the wire form
         return _epoch_ms(value)
     if isinstance(value, str) and _ISO_INSTANT.fullmatch(value):
         try:
@@ -128,7 +128,7 @@ def _to_millis(value: datetime) -> int:
     return round(value.timestamp() * 1000)  # round() of a float is already an int
 
 
-def _text_form(pattern: str, convert: Callable[[str], Any], expected: str) -> Any:
+def _text_form(pattern: str, convert: Callable[[str], object], expected: str) -> BeforeValidator:
     """A before-validator: a string must match ``pattern`` and convert (objects of the target type pass).
 
     Converting here rather than in pydantic: strict wire parsing would refuse the string that a
@@ -137,7 +137,7 @@ def _text_form(pattern: str, convert: Callable[[str], Any], expected: str) -> An
     """
     compiled = re.compile(pattern)
 
-    def check(value: Any) -> Any:
+    def check(value: object) -> object:
         if isinstance(value, str):
             if not compiled.fullmatch(value):
                 raise ValueError(expected)
@@ -173,7 +173,7 @@ class _ContractModel(ModelMetaclass):
     keep pydantic's own fast path; :func:`parse_event` translates their errors itself.
     """
 
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+    def __call__(cls, *args: object, **kwargs: object) -> object:
         try:
             return super().__call__(*args, **kwargs)
         except ValidationError as exc:
@@ -195,7 +195,7 @@ class Record(BaseModel, metaclass=_ContractModel):
 
     @field_validator("event_time", mode="before")
     @classmethod
-    def _utc(cls, value: Any, info: ValidationInfo) -> Any:
+    def _utc(cls, value: object, info: ValidationInfo) -> datetime:
         return _to_utc(value, info)
 
     @field_validator("schema_version")
@@ -246,7 +246,7 @@ class StayDated(StayKeyed):
         return self
 
 
-def _zone_of(hotel_id: str, context: Any) -> tzinfo:
+def _zone_of(hotel_id: str, context: object) -> tzinfo:
     hotels = context.get("hotels") if isinstance(context, dict) else None
     profile = hotels.get(hotel_id) if hotels else None
     return _WESTMOST if profile is None else profile.tz
@@ -423,7 +423,7 @@ RULE_FIELDS = {_STAY_RULE: "stay_date"}
 """Model-level rules and the field each one is about (pydantic locates them on the record)."""
 
 
-def _expectation(error: Any) -> str:
+def _expectation(error: ErrorDetails) -> str:
     """pydantic's message as what was expected: "Input should be greater than 0" -> "greater than 0"."""
     kind, msg = error["type"], error["msg"]
     if kind == "missing":
