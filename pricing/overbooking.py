@@ -84,8 +84,10 @@ def _limit(capacity: int, show_prob: float, ratio: float, max_walks_per_1000: fl
 def _expected_walks(bookings: NDArray[np.int64], capacity: int, show_prob: float) -> NDArray[np.float64]:
     """``E[(Binomial(L, q) - capacity)+]`` for each ``L`` of ``bookings``: ``Lq - C + E[(C - X)+]``."""
     below = np.arange(capacity)[:, None]
-    short = ((capacity - below) * binom.pmf(below, bookings[None, :], show_prob)).sum(axis=0)
-    return np.maximum(bookings * show_prob - capacity + short, 0.0)
+    pmf: NDArray[np.float64] = np.asarray(binom.pmf(below, bookings[None, :], show_prob), dtype=np.float64)
+    short = ((capacity - below) * pmf).sum(axis=0)
+    walks: NDArray[np.float64] = np.maximum(bookings * show_prob - capacity + short, 0.0)
+    return walks
 
 
 def expected_walks(bookings: int, capacity: int, show_prob: float) -> float:

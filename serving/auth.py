@@ -42,6 +42,8 @@ from typing import Any, Literal
 from limits import RateLimitItem, parse_many
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
+from prometheus_client import CollectorRegistry, Counter
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pricing.errors import PricingError
 
@@ -258,14 +260,12 @@ class RateLimiter:
         return None
 
 
-_REFUSED: dict[int, Any] = {}
+_REFUSED: dict[int, Counter] = {}
 """The refusal counter of each metrics registry (one per registry: apps may share a scorer's)."""
 
 
-def refused_counter(registry: Any) -> Any:
+def refused_counter(registry: CollectorRegistry) -> Counter:
     """``pricestream_http_refused_total{reason}`` on ``registry`` (created once per registry)."""
-    from prometheus_client import Counter
-
     counter = _REFUSED.get(id(registry))
     if counter is None:
         counter = Counter("pricestream_http_refused_total", "Requests refused before pricing, by reason.",
@@ -301,10 +301,10 @@ class SecurityGate:
         refused: a counter with a ``reason`` label (``unauthenticated``, ``rate_limited``).
     """
 
-    def __init__(self, app: Any, *, keys: KeyRing | None, limiter: RateLimiter | None, refused: Any) -> None:
+    def __init__(self, app: ASGIApp, *, keys: KeyRing | None, limiter: RateLimiter | None, refused: Counter) -> None:
         self.app, self.keys, self.limiter, self.refused = app, keys, limiter, refused
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
             await self.app(scope, receive, send)
             return
@@ -333,7 +333,7 @@ class SecurityGate:
         await self.app(scope, receive, send)
 
 
-async def _answer(send: Any, status: int, body: bytes, extra: list[tuple[bytes, bytes]]) -> None:
+async def _answer(send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]]) -> None:
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
