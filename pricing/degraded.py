@@ -25,10 +25,13 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from events.catalog import ALL_FEATURES
 from events.redact import redact, redact_exception
+
+if TYPE_CHECKING:
+    from pricing.rules import RuleOutcome
 
 FEATURE_STORE_UNAVAILABLE = "feature_store_unavailable"
 FEATURE_SOURCE_ERROR = "feature_source_error"
@@ -96,7 +99,7 @@ class Degradation:
         return cls(code, redact_exception(exc))
 
 
-def clean_value(value: Any) -> float | None:
+def clean_value(value: object) -> float | None:
     """A finite float of plausible magnitude, else ``None`` (bools and text are not features).
 
     Example:
@@ -114,7 +117,7 @@ def clean_value(value: Any) -> float | None:
     return number
 
 
-def sanitize_features(values: Mapping[str, Any]) -> dict[str, float | None]:
+def sanitize_features(values: Mapping[str, object]) -> dict[str, float | None]:
     """Features keyed by exactly :data:`~events.catalog.ALL_FEATURES`, each clean or ``None``."""
     return {name: clean_value(values.get(name)) for name in ALL_FEATURES}
 
@@ -161,13 +164,13 @@ class Deadline:
         return min(1.0, max(0.0, left))
 
 
-def unit_or_nan(value: Any) -> float:
+def unit_or_nan(value: object) -> float:
     """``value`` clipped to [0, 1]; NaN (and non-numbers) stay NaN, which the router reads as "unknown"."""
     number = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
     return number if math.isnan(number) else min(1.0, max(0.0, number))
 
 
-def probability(value: Any) -> float | None:
+def probability(value: object) -> float | None:
     """A probability clipped to [0, 1], or ``None`` when missing or non-finite."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
@@ -187,7 +190,7 @@ def share_to_distance(share: float, *, half: float) -> float:
     return half * share / (1.0 - share)
 
 
-def quote_problem(quote: Any) -> str | None:
+def quote_problem(quote: object) -> str | None:
     """Why a model quote cannot be used (non-finite or non-positive price, model fallback), else ``None``."""
     price = getattr(quote, "price", None)
     if isinstance(price, bool) or not isinstance(price, int | float) or not math.isfinite(price) or price <= 0:
@@ -223,7 +226,7 @@ def money(price: float, decimals: int = PRICE_DECIMALS, *, low: float | None = N
     return rounded
 
 
-def final_price(price: float, outcome: Any, last_published: float | None) -> float:
+def final_price(price: float, outcome: RuleOutcome, last_published: float | None) -> float:
     """``price`` clamped to the rules' bounds, else the first usable of rules price, floor, last published.
 
     Example:

@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -59,7 +59,7 @@ from routing.complexity import OOD_HALF, TrainingStats, complexity_score, inputs
 from routing.router import TieredRouter
 
 if TYPE_CHECKING:
-    from pricing.tiers import TierPricer
+    from pricing.tiers import Quote, TierPricer
 
 __all__ = [
     "DecisionCallback",
@@ -106,6 +106,13 @@ class ModelEntry(Protocol):
 
     @property
     def path(self) -> Path: ...
+
+
+@runtime_checkable
+class Enveloped(Protocol):
+    """A pricer that knows its training envelope: the share of a request's features outside it."""
+
+    def ood_distance(self, request: PricingRequest, features: Mapping[str, float | None]) -> float: ...
 
 
 class ModelSource(Protocol):
@@ -211,7 +218,7 @@ class _Result:
     price: float
     tier: Tier
     complexity: float = 0.0
-    quote: Any = None
+    quote: Quote | None = None
     degradation: Degradation | None = None
     consulted: list[tuple[str, str | None]] = field(default_factory=list)
 
@@ -475,7 +482,7 @@ class Scorer:
             stats=self._training_stats,
             hotel_seen=self._count(request, features),
         )
-        if self._training_stats is None and hasattr(models.light, "ood_distance"):
+        if self._training_stats is None and isinstance(models.light, Enveloped):
             inputs = replace(inputs, ood_distance=self._envelope_distance(models.light, request, features))
         score = complexity_score(inputs)
         if self.router.route(score) == "rules":
@@ -500,13 +507,13 @@ class Scorer:
 
     def _quote(
         self,
-        pricer: Any,
+        pricer: TierPricer | None,
         tier: str,
         request: PricingRequest,
         features: Mapping[str, float | None],
         outcome: RuleOutcome,
         deadline: Deadline,
-    ) -> Any:
+    ) -> Quote | Degradation:
         """A quote from ``pricer``, or the :class:`Degradation` that stopped it."""
         if pricer is None:
             return Degradation(dg.NO_LIGHT_MODEL)
@@ -526,7 +533,7 @@ class Scorer:
         return quote
 
     @staticmethod
-    def _envelope_distance(pricer: Any, request: PricingRequest, features: Mapping[str, float | None]) -> float:
+    def _envelope_distance(pricer: Enveloped, request: PricingRequest, features: Mapping[str, float | None]) -> float:
         """The pricer's out-of-envelope share ``s`` as a distance whose complexity component is ``s``."""
         try:
             share = float(pricer.ood_distance(request, features))
@@ -547,9 +554,9 @@ def _describe(model: Any) -> dict[str, Any] | None:
     return None if model is None else {"name": getattr(model, "name", None), "version": getattr(model, "version", None)}
 
 
-def _model_id(quote: Any) -> tuple[str, str | None]:
+def _model_id(quote: object) -> tuple[str, str | None]:
     return str(getattr(quote, "model_name", "?")), _opt_str(getattr(quote, "model_version", None))
 
 
-def _opt_str(value: Any) -> str | None:
+def _opt_str(value: object) -> str | None:
     return None if value is None else str(value)
