@@ -83,3 +83,22 @@ class ScorerMetrics:
     def render(self) -> bytes:
         """The registry in the Prometheus text exposition format."""
         return generate_latest(self.registry)
+
+
+_COUNTERS: dict[tuple[int, str], Counter] = {}
+
+
+def registry_counter(registry: CollectorRegistry, name: str, documentation: str, labels: list[str]) -> Counter:
+    """The counter ``name`` on ``registry``, created at the first call (apps and services may share a registry).
+
+    Example:
+        >>> reg = CollectorRegistry()
+        >>> registry_counter(reg, "x_total", "X.", ["why"]) is registry_counter(reg, "x_total", "X.", ["why"])
+        True
+    """
+    key = (id(registry), name)
+    counter = _COUNTERS.get(key)
+    if counter is None:
+        counter = Counter(name, documentation, labels, registry=registry)
+        _COUNTERS[key] = counter
+    return counter

@@ -37,21 +37,23 @@ import statistics
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
+from prometheus_client import CollectorRegistry, Counter
 from pydantic import BaseModel, ConfigDict, Field
 
 from events.models import PricingDecision, PricingRequest
 from pricing.degraded import PRICE_DECIMALS, money
+from pricing.metrics import registry_counter
+
+if TYPE_CHECKING:
+    from pricing.rules import RuleSet
 
 Band = Callable[[PricingRequest, Mapping[str, float | None]], tuple[float, float]]
 """The rules' ``(floor, ceiling)`` for a request and the features its decision read."""
 
 MODEL_TIERS = frozenset({"light", "heavy"})
 """Tiers whose prices are audited (a model decided them)."""
-
-_COUNTERS: dict[int, Any] = {}
-
 
 class OutputAuditConfig(BaseModel):
     """Settings of the output audit.
@@ -74,16 +76,10 @@ class OutputAuditConfig(BaseModel):
     action: Literal["clamp", "hold"] = "clamp"
 
 
-def output_audit_counter(registry: Any) -> Any:
+def output_audit_counter(registry: CollectorRegistry) -> Counter:
     """``pricestream_output_audit_total{action, reason}`` on ``registry`` (created once per registry)."""
-    from prometheus_client import Counter
-
-    counter = _COUNTERS.get(id(registry))
-    if counter is None:
-        counter = Counter("pricestream_output_audit_total", "Model prices clamped or held by the output audit.",
-                          ["action", "reason"], registry=registry)
-        _COUNTERS[id(registry)] = counter
-    return counter
+    return registry_counter(registry, "pricestream_output_audit_total",
+                            "Model prices clamped or held by the output audit.", ["action", "reason"])
 
 
 class OutputAudit:
@@ -96,7 +92,7 @@ class OutputAudit:
     """
 
     def __init__(self, config: OutputAuditConfig | None = None, *, band: Band | None = None,
-                 counter: Any = None) -> None:
+                 counter: Counter | None = None) -> None:
         self.config = config or OutputAuditConfig()
         self._band = band
         self._counter = counter
@@ -155,7 +151,7 @@ class OutputAudit:
             recent.append(price)
 
 
-def rules_band(rules: Any) -> Band:
+def rules_band(rules: RuleSet) -> Band:
     """The band of a :class:`~pricing.rules.RuleSet`: its ``floor`` and ``ceiling`` for a request."""
 
     def band(request: PricingRequest, features: Mapping[str, float | None]) -> tuple[float, float]:

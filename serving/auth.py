@@ -46,6 +46,7 @@ from prometheus_client import CollectorRegistry, Counter
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pricing.errors import PricingError
+from pricing.metrics import registry_counter
 
 RECHECK_S = 0.2
 """How often a server looks at the keys file's identity (stat): well inside the 1 s revocation promise."""
@@ -260,18 +261,10 @@ class RateLimiter:
         return None
 
 
-_REFUSED: dict[int, Counter] = {}
-"""The refusal counter of each metrics registry (one per registry: apps may share a scorer's)."""
-
-
 def refused_counter(registry: CollectorRegistry) -> Counter:
     """``pricestream_http_refused_total{reason}`` on ``registry`` (created once per registry)."""
-    counter = _REFUSED.get(id(registry))
-    if counter is None:
-        counter = Counter("pricestream_http_refused_total", "Requests refused before pricing, by reason.",
-                          ["reason"], registry=registry)
-        _REFUSED[id(registry)] = counter
-    return counter
+    return registry_counter(registry, "pricestream_http_refused_total", "Requests refused before pricing, by reason.",
+                            ["reason"])
 
 
 def _bearer(headers: dict[bytes, bytes]) -> str | None:

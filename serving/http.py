@@ -64,6 +64,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from events.models import PricingDecision
 from events.redact import redact, redact_exception
 from pricing.errors import FeatureStoreUnavailable
+from pricing.feature_source import FeatureSource
 from pricing.groups import GroupQuoter
 from pricing.metrics import ScorerMetrics
 from pricing.pricer import Pricer
@@ -260,7 +261,7 @@ async def _frozen_gc(app: FastAPI) -> AsyncIterator[None]:
     yield
 
 
-def feature_probe(source: Any) -> Probe:
+def feature_probe(source: FeatureSource) -> Probe:
     """A probe that reads :data:`PROBE_KEY` from ``source`` (a :class:`~pricing.feature_source.FeatureSource`)."""
 
     def probe() -> None:
@@ -269,7 +270,7 @@ def feature_probe(source: Any) -> Probe:
     return probe
 
 
-def default_probes(scorer: Any) -> dict[str, Probe]:
+def default_probes(scorer: object) -> dict[str, Probe]:
     """The scorer's feature source, named after its class (``RedisFeatureSource`` -> ``redis``).
 
     A rollout serves through arms that share the incumbent's source: that one is probed.
@@ -283,7 +284,7 @@ def default_probes(scorer: Any) -> dict[str, Probe]:
     return {name: feature_probe(source)}
 
 
-def health_report(scorer: Any, probes: Mapping[str, Probe]) -> tuple[int, dict[str, Any]]:
+def health_report(scorer: Pricer, probes: Mapping[str, Probe]) -> tuple[int, dict[str, Any]]:
     """``(status code, body)`` of ``/healthz``: 503 while a probe fails or the audit log cannot be written."""
     health = dict(scorer.health())
     failing: list[str] = []
@@ -304,7 +305,7 @@ def health_report(scorer: Any, probes: Mapping[str, Probe]) -> tuple[int, dict[s
     return 200, health
 
 
-def _finite(value: Any) -> Any:
+def _finite(value: object) -> object:
     """``value`` with non-finite floats as ``None`` (a threshold at infinity must not turn /healthz into a 500)."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
