@@ -31,12 +31,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infra import services
 from infra.config import StackConfig
 from infra.errors import StartError
 from infra.services import Grant
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AclBinding, AdminClient
 
 PRINCIPALS: tuple[str, ...] = ("admin", *services.grants())
 """SCRAM users of a secure stack (``admin`` is the super user; the others are one per process of the service
@@ -187,7 +190,7 @@ def scram_format_args(config: StackConfig) -> list[str]:
     return args
 
 
-def acl_bindings(config: StackConfig, topic_prefix: str = "") -> list[Any]:
+def acl_bindings(config: StackConfig, topic_prefix: str = "") -> list[AclBinding]:
     """The ACLs of :data:`GRANTS` (topics literal with ``topic_prefix``; groups and transactional ids prefixed).
 
     Group and transactional-id prefixes are granted with and without ``topic_prefix`` (services put the
@@ -195,10 +198,11 @@ def acl_bindings(config: StackConfig, topic_prefix: str = "") -> list[Any]:
     """
     from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
-    def allow(kind: Any, name: str, pattern: Any, principal: str, op: Any) -> Any:
+    def allow(kind: ResourceType, name: str, pattern: ResourcePatternType, principal: str,
+              op: AclOperation) -> AclBinding:
         return AclBinding(kind, name, pattern, f"User:{principal}", "*", op, AclPermissionType.ALLOW)
 
-    out: list[Any] = []
+    out: list[AclBinding] = []
     literal, prefixed = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
     read, write, describe = AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE
     for principal, grant in GRANTS.items():
@@ -234,7 +238,7 @@ def apply_acls(config: StackConfig, topic_prefix: str = "", timeout_s: float = 3
     return len(bindings)
 
 
-def _wait_visible(admin: Any, bindings: list[Any], timeout_s: float) -> None:
+def _wait_visible(admin: AdminClient, bindings: list[AclBinding], timeout_s: float) -> None:
     """Until the broker's authorizer lists every binding: it applies ACLs from the metadata log, a moment
     after CreateAcls returns, and a client refused in that moment would see a spurious authorization error."""
     import time
@@ -262,9 +266,9 @@ def _wait_visible(admin: Any, bindings: list[Any], timeout_s: float) -> None:
         time.sleep(0.1)
 
 
-def _acl_key(b: Any) -> tuple[str, ...]:
-    return (b.restype.name, b.name, b.resource_pattern_type.name, b.principal, b.host, b.operation.name,
-            b.permission_type.name)
+def _acl_key(b: AclBinding) -> tuple[str, ...]:
+    fields = (b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation, b.permission_type)
+    return tuple(str(getattr(f, "name", f)) if not isinstance(f, str) else f for f in fields)
 
 
 def java_client_properties(config: StackConfig, principal: str, *, shaded: bool = True) -> dict[str, str]:
