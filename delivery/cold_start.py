@@ -182,11 +182,11 @@ class MemoryHistoryStore:
 class RedisHashes(Protocol):
     """The Redis commands :class:`RedisHistoryStore` uses (a ``redis.Redis`` or ``RedisCluster``)."""
 
-    def hsetnx(self, name: str, key: str, value: str) -> Any: ...
-    def hget(self, name: str, key: str) -> Any: ...
-    def hmget(self, name: str, keys: list[str]) -> Any: ...
-    def hincrby(self, name: str, key: str, amount: int) -> Any: ...
-    def hset(self, name: str, *, mapping: Mapping[str, str]) -> Any: ...
+    def hsetnx(self, name: str, key: str, value: str) -> object: ...
+    def hget(self, name: str, key: str) -> object: ...
+    def hmget(self, name: str, keys: list[str]) -> object: ...
+    def hincrby(self, name: str, key: str, amount: int) -> object: ...
+    def hset(self, name: str, *, mapping: Mapping[str, str]) -> object: ...
 
 
 class RedisHistoryStore:
@@ -219,9 +219,9 @@ class RedisHistoryStore:
         return None if raw is None else (raw.decode() if isinstance(raw, bytes) else str(raw))
 
     def counts(self, hotel_id: str) -> tuple[int, int]:
-        labels, bookings, joined_labels, joined_bookings = self.client.hmget(
-            self._key(hotel_id), ["labels", "bookings", "joined_labels", "joined_bookings"])
-        return int(labels or 0) + int(joined_labels or 0), int(bookings or 0) + int(joined_bookings or 0)
+        raw = self.client.hmget(self._key(hotel_id), ["labels", "bookings", "joined_labels", "joined_bookings"])
+        labels, bookings, joined_labels, joined_bookings = (_count(v) for v in _values(raw, 4))
+        return labels + joined_labels, bookings + joined_bookings
 
     def add_labels(self, hotel_id: str, *, labels: int, bookings: int) -> tuple[int, int]:
         key = self._key(hotel_id)
@@ -233,6 +233,19 @@ class RedisHistoryStore:
         for hotel_id, (labels, bookings) in counts.items():
             self.client.hset(self._key(hotel_id), mapping={"joined_labels": str(labels),
                                                            "joined_bookings": str(bookings)})
+
+
+def _values(raw: object, n: int) -> list[object]:
+    """The reply of an ``HMGET`` of ``n`` fields (a list), else a clear error."""
+    if not isinstance(raw, list) or len(raw) != n:
+        msg = f"HMGET reply: got {raw!r}, expected a list of {n} values"
+        raise TypeError(msg)
+    return raw
+
+
+def _count(value: object) -> int:
+    """A counter field of a history hash: missing is 0."""
+    return int(value) if isinstance(value, bytes | str | int) and value not in (b"", "") else 0
 
 
 def history_prefix(project: str) -> str:
