@@ -85,7 +85,7 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_asci
 """The one encoder of the canonical form: the writer's and the verifier's text must be the same bytes."""
 
 
-def _finite(obj: object) -> Any:
+def _finite(obj: object) -> object:
     if isinstance(obj, float) and not math.isfinite(obj):
         return "NaN" if math.isnan(obj) else ("Infinity" if obj > 0 else "-Infinity")
     if isinstance(obj, Mapping):

@@ -60,7 +60,8 @@ class ImpossibleValueError(SnapshotError, ValueError):
         expected: what the feature must satisfy.
     """
 
-    def __init__(self, feature: str, value: Any, key: Mapping[str, Any], expected: str = "a share in [0, 1]") -> None:
+    def __init__(self, feature: str, value: object, key: Mapping[str, Any],
+                 expected: str = "a share in [0, 1]") -> None:
         self.feature = feature
         self.value = value
         self.key = dict(key)

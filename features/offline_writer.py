@@ -282,7 +282,7 @@ class OfflineWriteStep(Step[FeatureRow | Event]):
                 "events": self.stats.events, "flushes": self.stats.flushes}
 
 
-def runtime_config(config: FeaturesConfig, **overrides: Any) -> RuntimeConfig:
+def runtime_config(config: FeaturesConfig, **overrides: object) -> RuntimeConfig:
     """The runtime settings of the offline writer (group ``offline_group``, at-least-once) plus ``overrides``.
 
     It reads ``features.v1`` and, when the topic exists, the accepted events (``events_topic``).

@@ -295,7 +295,7 @@ class OnlineWriteStep(Step[FeatureRow]):
         self.writer.close()
 
 
-def runtime_config(config: FeaturesConfig, **overrides: Any) -> RuntimeConfig:
+def runtime_config(config: FeaturesConfig, **overrides: object) -> RuntimeConfig:
     """The runtime settings of the online writer (group ``online_group``, at-least-once) plus ``overrides``."""
     fields: dict[str, Any] = {"name": "online-writer", "kafka": config.kafka, "inputs": (config.topic,),
                               "group_id": config.online_group, "max_batch": config.batch_size}

@@ -92,15 +92,15 @@ def parse_accepted(raw: bytes) -> dict[str, Any]:
     return row
 
 
-def _text(value: Any) -> str | None:
+def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _whole(value: Any) -> int | None:
+def _whole(value: object) -> int | None:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _real(value: Any) -> float | None:
+def _real(value: object) -> float | None:
     if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
         return None
     return float(value)

@@ -124,7 +124,7 @@ def _int(body: dict[str, Any], name: str, *, upper: int = _INT64_MAX) -> int:
     return value
 
 
-def _float(name: str, value: Any) -> float | None:
+def _float(name: str, value: object) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):

@@ -65,6 +65,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from pydantic import BaseModel, ConfigDict, Field
 
 from feedback.errors import FeedbackError
@@ -163,7 +164,7 @@ class PoisonGuard:
         self._learn_features(reference, np.ones(len(reference)))
         return True
 
-    def check(self, batch: pd.DataFrame, current_model_probs: Any, *, batch_id: str | None = None) -> Verdict:
+    def check(self, batch: pd.DataFrame, current_model_probs: ArrayLike, *, batch_id: str | None = None) -> Verdict:
         """Accept the batch (and learn it into history) or quarantine it.
 
         Raises:
@@ -208,7 +209,7 @@ class PoisonGuard:
         return Verdict(True, reason, stats)
 
     # ------------------------------------------------------------------ signals
-    def _arrays(self, batch: pd.DataFrame, probs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _arrays(self, batch: pd.DataFrame, probs: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         cfg = self.config
         if cfg.label_column not in batch.columns:
             msg = f"batch: missing label column {cfg.label_column!r}; got {sorted(map(str, batch.columns))}"

@@ -22,13 +22,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypeVar
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from infra.autoscaler import Decision, LoadForecaster, TierPolicy, decide
 from infra.errors import InfraError
+
+T = TypeVar("T")
 
 RATE_COUNTERS = ("pricestream_decisions_total", "pricestream_stream_records")
 """Counters whose rate is a tier's load: decisions (HTTP tiers), input records (stream services)."""
@@ -105,7 +107,7 @@ class KubeScaler:
         self._call("patch", deployment, lambda: self._apps.patch_namespaced_deployment_scale(
             deployment, self.namespace, {"spec": {"replicas": replicas}}))
 
-    def _call(self, verb: str, deployment: str, call: Callable[[], Any]) -> Any:
+    def _call(self, verb: str, deployment: str, call: Callable[[], T]) -> T:
         from kubernetes.client.exceptions import ApiException
 
         try:

@@ -110,13 +110,15 @@ def _apply_patch(docs: list[Resource], change: Resource, *, source: Path) -> Non
     name = change.get("metadata", {}).get("name")
     for i, doc in enumerate(docs):
         if doc["kind"] == change["kind"] and doc.get("metadata", {}).get("name") == name:
-            docs[i] = merge(doc, change)
+            merged = merge(doc, change)
+            if isinstance(merged, dict):
+                docs[i] = merged
             return
     msg = f"{source}: patch of {change['kind']}/{name} matches no resource (expected an existing kind and name)"
     raise ManifestError(msg)
 
 
-def merge(base: Any, patch: Any) -> Any:
+def merge(base: object, patch: object) -> object:
     """``patch`` merged into a copy of ``base`` (mappings by key, lists of named items by ``name``).
 
     Example:

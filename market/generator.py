@@ -382,7 +382,7 @@ class Simulation:
             self._push(max(when, ms + 1), _CANCEL, (key, booking_id, rooms, shopper.nights))
         return [build(BookingEvent, values), *(self._inventory(ms, k) for k in held)]
 
-    def _on_cancel(self, ms: int, key: Key, booking_id: Any, rooms: int, nights: int) -> list[Record]:
+    def _on_cancel(self, ms: int, key: Key, booking_id: object, rooms: int, nights: int) -> list[Record]:
         held = self._held(key, nights)
         for k in held:
             self._left[k] = self._night_left(k) + rooms

@@ -358,7 +358,7 @@ def http_app(path: ServingPath, service: ServiceConfig | None = None) -> FastAPI
     inner = api.router.lifespan_context
 
     @asynccontextmanager
-    async def lifespan(app: Any) -> AsyncIterator[Any]:
+    async def lifespan(app: Any) -> AsyncIterator[Any]:  # starlette types the state as one of two shapes
         async with inner(app) as state:
             try:
                 yield state

@@ -550,7 +550,7 @@ class Scorer:
         return max(seen, int(min(searches, SEEN_CAP)))
 
 
-def _describe(model: Any) -> dict[str, Any] | None:
+def _describe(model: object) -> dict[str, Any] | None:
     return None if model is None else {"name": getattr(model, "name", None), "version": getattr(model, "version", None)}
 
 

@@ -16,8 +16,6 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
-
 
 class RoutingError(Exception):
     """Root of every error raised by :mod:`routing`."""
@@ -32,7 +30,7 @@ class RoutingInputError(RoutingError, ValueError):
         expected: what was expected there.
     """
 
-    def __init__(self, field: str, value: Any, expected: str) -> None:
+    def __init__(self, field: str, value: object, expected: str) -> None:
         self.field = field
         self.value = value
         self.expected = expected

@@ -89,7 +89,7 @@ def clip(text: str) -> str:
     return text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + "..."
 
 
-def safe_value(value: object) -> Any:
+def safe_value(value: object) -> object:
     """``value`` as something strict JSON can carry: finite numbers and short valid text as they are,
     anything else as a short string (``"NaN"``, ``'[1, 2]'``, ``"1e+20"``, ``"<integer of 5000 digits>"``).
 
@@ -126,7 +126,7 @@ def _big_int(value: int) -> str:
     return text if len(text.lstrip("-")) <= 40 else f"<integer of {len(text.lstrip('-'))} digits>"
 
 
-def _text_safe(value: object, depth: int = 0) -> Any:
+def _text_safe(value: object, depth: int = 0) -> object:
     """``value`` with every string (keys too) made valid Unicode; bounded depth."""
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")

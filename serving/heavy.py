@@ -161,7 +161,7 @@ def create_heavy_app(source: PricerSource, *, registry: CollectorRegistry | None
     return app
 
 
-def _json(value: Any) -> bytes:
+def _json(value: object) -> bytes:
     import json
 
     return json.dumps(value, allow_nan=False).encode()

@@ -203,7 +203,7 @@ class ScoreStep(Step[PricingRequest]):
                 "degraded": self.stats.degraded}
 
 
-def runtime_config(config: StreamScorerConfig, **overrides: Any) -> RuntimeConfig:
+def runtime_config(config: StreamScorerConfig, **overrides: object) -> RuntimeConfig:
     """Runtime settings of the stream scorer (at-least-once, group ``group_id``) plus ``overrides``."""
     fields: dict[str, Any] = {
         "name": "serve-stream", "kafka": config.kafka, "inputs": (config.requests_topic,),

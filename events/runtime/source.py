@@ -9,7 +9,6 @@ from given offsets (a stateful step whose state spans partitions).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
@@ -183,7 +182,7 @@ class Source:
             msg = f"could not commit offsets of {self.topics}: {exc}"
             raise StreamRuntimeError(msg) from exc
 
-    def group_metadata(self) -> Any:
+    def group_metadata(self) -> object:
         return self._consumer.consumer_group_metadata()
 
     def close(self) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from feast.infra.registry.file import FileRegistryStore
 from pydantic import model_validator
@@ -74,7 +74,7 @@ class LocalRedisOnlineStoreConfig(TtlRedisOnlineStoreConfig):
 
     @model_validator(mode="before")
     @classmethod
-    def _local_redis(cls, data: Any) -> Any:
+    def _local_redis(cls, data: object) -> object:
         if isinstance(data, dict) and not data.get("connection_string"):
             from features.store import feast_redis
 

@@ -93,14 +93,14 @@ class HandledGroup(TyperGroup):
     names at 80 columns.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # click's own signature, passed on
         super().__init__(*args, **kwargs)
         _plain_command(self)
         for command in self.commands.values():
             if not isinstance(command, HandledGroup):  # a group cleaned itself
                 _plain_command(command)
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, click.ClickException):
