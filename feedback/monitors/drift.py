@@ -211,6 +211,8 @@ class DriftMonitor:
         n_bins: reference-quantile bins for PSI.
         window_capacity: rows kept by :meth:`update` for :meth:`check` without a frame.
         max_history: reports kept in :attr:`history`.
+        window_limits: per feature, a floor of its PSI limit calibrated on the reference's own windows
+            (:func:`feedback.monitors.drift_calibration.window_limits`).
     """
 
     def __init__(
@@ -223,6 +225,7 @@ class DriftMonitor:
         n_bins: int = 10,
         window_capacity: int = 5000,
         max_history: int = 1000,
+        window_limits: Mapping[str, float] | None = None,
     ) -> None:
         if not 0.0 < alpha < 1.0:
             raise MonitorInputError(field="alpha", value=alpha, expected="a float in (0, 1)")
@@ -250,6 +253,7 @@ class DriftMonitor:
         self._alpha = alpha
         self._psi_threshold = psi_threshold
         self._noise_cache: dict[tuple[str, int, float], float] = {}
+        self._window_limits = dict(window_limits or {})
         self._window = DriftWindow(names, capacity=window_capacity)
         self._history: deque[DriftReport] = deque(maxlen=max_history)
 
@@ -291,7 +295,7 @@ class DriftMonitor:
         counts = np.bincount(np.searchsorted(ref.edges, values, side="right"), minlength=len(ref.edges) + 1)
         value = psi(ref.shares, counts / counts.sum())
         distance = float(stats.wasserstein_distance(ref.values, values)) / ref.std
-        limit = max(self._psi_threshold, self._noise(name, len(values), level))
+        limit = max(self._psi_threshold, self._noise(name, len(values), level), self._window_limits.get(name, 0.0))
         return FeatureDrift(name, len(values), value, distance, limit, value > limit)
 
     def _noise(self, name: str, m: int, level: float) -> float:

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from feedback.monitors.alarms import AlarmRecord
 from feedback.monitors.coverage import CoverageReport
 from feedback.monitors.drift import DriftReport
 from feedback.monitors.flips import FlipReport
@@ -57,6 +58,10 @@ class MonitorMetrics:
         self.drift_alerts = Counter(
             "drift_alerts", "Drift alerts raised", ("feature",), namespace=namespace, registry=registry
         )
+        self.drift_alarms = Counter(
+            "drift_alarms", "Drift alarms (one per episode), by the action each ran", ("action",),
+            namespace=namespace, registry=registry,
+        )
         self.flip_rate = gauge("flip_rate", "Share of identical inputs priced differently", ("scope", "version"))
         self.tier_share = gauge("tier_share", "Share of decisions per tier", ("tier",))
         self.latency = Histogram(
@@ -89,6 +94,11 @@ class MonitorMetrics:
             self.drift_alert.labels(item.feature).set(1.0 if item.alert else 0.0)
             if item.alert:
                 self.drift_alerts.labels(item.feature).inc()
+
+    def export_alarm(self, record: AlarmRecord) -> None:
+        """Count a drift alarm once per action it ran (``none`` when it had none)."""
+        for line in record.actions:
+            self.drift_alarms.labels(line.split(":", 1)[0] if ": " in line else "none").inc()
 
     def export_flips(self, report: FlipReport, *, scope: str = "same_version") -> None:
         """Set the flip-rate gauges: ``version="all"`` plus one per version in the report."""

@@ -9,8 +9,12 @@ time (``learn_one``):
   feature values, :func:`~feedback.monitors.input_hash`) priced twice by one model version;
   and, during a rollout, the share of requests whose shadow price (``arm="<arm>-shadow"``)
   differs from the price served for the same request (scope ``rollout``);
-* **drift** (:class:`~feedback.monitors.DriftMonitor`, when a reference frame is given): a KS
-  and effect-size check of the latest feature rows every ``drift_check_every`` decisions;
+* **drift** (:class:`~feedback.monitors.DriftMonitor`, when a reference frame is given): an
+  effect-size check of the latest feature rows (and the request's lead time and channel, where the
+  reference has them: :func:`request_features`) every ``drift_check_every`` decisions; an alerting
+  check rings the :class:`~feedback.monitors.alarms.DriftAlarm` (once per episode), which requests a
+  trainer update (``update_requests``) and recalibrates the router (``recalibrator``) and records what
+  it did (:attr:`DecisionMonitor.alarms`, the ``pricestream_drift_alarms_total`` counter);
 * tier shares, decision latency per tier, and the traffic share of each rollout arm.
 
 :meth:`DecisionMonitor.export` writes the reports to a Prometheus registry (through
@@ -40,8 +44,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, OrderedDict, deque
-from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Mapping
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -53,12 +57,14 @@ from events.catalog import ALL_FEATURES
 from events.config import KafkaConfig
 from events.consumer import EventConsumer
 from events.models import PricingDecision
+from feedback.monitors.alarms import AlarmConfig, AlarmRecord, DriftAlarm, UpdateRequests
 from feedback.monitors.coverage import CoverageMonitor, CoverageReport
 from feedback.monitors.drift import DriftMonitor, DriftReport
 from feedback.monitors.errors import MonitorInputError
 from feedback.monitors.flips import FlipMonitor, FlipReport, input_hash
 from feedback.monitors.metrics import MonitorMetrics
 from feedback.monitors.recalibration import ThresholdRecalibrator
+from pricing.vectorize import CHANNEL_CODES
 
 STALE_REASON = "stale_features"
 """``degraded_reason`` prefix of a decision whose features were too old (``pricing.degraded.STALE_FEATURES``)."""
@@ -67,6 +73,25 @@ SHADOW_SUFFIX = "-shadow"
 """Suffix of the ``arm`` of a decision priced in the background and never shown (``delivery.rollout``)."""
 
 _REQUEST_FIELDS = ("hotel_id", "room_type", "stay_date", "channel")
+
+REQUEST_DRIFT_FEATURES = ("lead_time_days", "channel_code")
+"""Request inputs the drift check watches too, when the reference frame has them (:func:`request_features`)."""
+
+
+def request_features(*, stay_date: date, at: datetime, channel: str, nights: int | None = None) -> dict[str, float]:
+    """The request's own inputs that the drift check may watch: lead time (days), channel code, nights.
+
+    A shift in who books when, or through which channel, moves no stay feature at first; these do.
+
+    Example:
+        >>> request_features(stay_date=date(2026, 9, 8), at=datetime(2026, 9, 1, 23, tzinfo=UTC), channel="ota")
+        {'lead_time_days': 7.0, 'channel_code': 2.0}
+    """
+    out = {"lead_time_days": float(max((stay_date - at.astimezone(UTC).date()).days, 0)),
+           "channel_code": CHANNEL_CODES.get(channel, float("nan"))}
+    if nights is not None:
+        out["nights"] = float(nights)
+    return out
 
 
 class MonitorConfig(BaseModel):
@@ -78,6 +103,9 @@ class MonitorConfig(BaseModel):
         features: monitored features.
         drift_check_every: decisions between automatic drift checks (0: only :meth:`DecisionMonitor.check_drift`).
         drift_window: latest feature rows a drift check looks at.
+        update_requests: file of trainer update requests that a drift alarm appends to (the trainer
+            service reads ``<registry root>/update_requests.jsonl``); ``None``: the alarm requests none.
+        alarm: the drift alarm's settings (its cooldown).
         max_pairs: requests kept waiting for their shadow twin (rollout flip rate).
         keep: latencies per tier and reports kept for the dashboard.
     """
@@ -89,6 +117,8 @@ class MonitorConfig(BaseModel):
     features: tuple[str, ...] = ALL_FEATURES
     drift_check_every: int = Field(default=5_000, ge=0)
     drift_window: int = Field(default=5_000, ge=30)
+    update_requests: Path | None = None
+    alarm: AlarmConfig = AlarmConfig()
     max_pairs: int = Field(default=100_000, ge=1)
     keep: int = Field(default=10_000, ge=1)
 
@@ -121,7 +151,7 @@ class DecisionMonitor:
         self._flips = FlipMonitor()
         self._drift: DriftMonitor | None = None
         if reference is not None:
-            names = [f for f in config.features if f in reference.columns]
+            names = [f for f in (*config.features, *REQUEST_DRIFT_FEATURES) if f in reference.columns]
             self._drift = DriftMonitor(reference, features=names, window_capacity=config.drift_window,
                                        **dict(drift_options or {}))
         self._pairs: OrderedDict[str, tuple[bool, float]] = OrderedDict()
@@ -134,6 +164,8 @@ class DecisionMonitor:
         self._arm_history: deque[tuple[datetime, dict[str, float]]] = deque(maxlen=config.keep)
         self._lock = threading.Lock()
         self._since_check = 0
+        self._recalibrated = ""
+        self.alarm = DriftAlarm(config.alarm, actions=self._actions())
         self.n_decisions = 0
         self.n_shadow = 0
         self.latest: datetime | None = None
@@ -161,7 +193,9 @@ class DecisionMonitor:
             if self.recalibrator is not None:
                 self.recalibrator.learn_one(decision.complexity)
             if self._drift is not None:
-                self._drift.update(features)
+                request = request_features(stay_date=decision.stay_date, at=decision.event_time,
+                                           channel=decision.channel)
+                self._drift.update({**request, **features})
                 self._since_check += 1
         if self.config.drift_check_every and self._since_check >= self.config.drift_check_every:
             self.check_drift()
@@ -218,8 +252,27 @@ class DecisionMonitor:
             report = self._drift.check(at=at or self.latest or datetime.now(tz=UTC))
         self.metrics.export_drift(report)
         if self.recalibrator is not None:
-            self.recalibrator.on_report(report)
+            state = self.recalibrator.on_report(report)
+            self._recalibrated = "not due (cooldown) or too few scores" if state is None else \
+                f"router thresholds published ({state.reason})"
+        record = self.alarm.on_report(report)
+        if record is not None:
+            self.metrics.export_alarm(record)
         return report
+
+    @property
+    def alarms(self) -> tuple[AlarmRecord, ...]:
+        """Every drift alarm so far, with what it did (oldest first)."""
+        return self.alarm.history
+
+    def _actions(self) -> dict[str, Callable[[DriftReport], str]]:
+        """The drift alarm's actions: a trainer update request and the router's recalibration, as configured."""
+        actions: dict[str, Callable[[DriftReport], str]] = {}
+        if self.config.update_requests is not None:
+            actions["trainer update"] = UpdateRequests(self.config.update_requests).request
+        if self.recalibrator is not None:
+            actions["router recalibration"] = lambda _report: self._recalibrated
+        return actions
 
     def shares(self) -> tuple[dict[str, float], dict[str, float]]:
         """(share of served decisions per tier, share per rollout arm) so far."""

@@ -2,7 +2,9 @@
 
 Every example is learned at once by the river
 :class:`~feedback.online.OnlineDemandModel` (with its importance weight) and
-buffered. Every ``train_every`` buffered examples (or on :meth:`TrainerService.train_now`),
+buffered. Every ``train_every`` buffered examples (or on :meth:`TrainerService.train_now`, or as soon as
+``request_min_examples`` are buffered after a drift alarm appended an update request to
+``<registry root>/update_requests.jsonl``: :mod:`feedback.monitors.alarms`),
 the buffer goes to the :class:`~feedback.services.trainer_update.BatchUpdater` (the poisoning
 guard first, then a guarded update judged on a time-ordered holdout of the batch's newest labels,
 never rows of the snapshot the live model was trained on, with training rows weighed by recency;
@@ -48,6 +50,7 @@ from events.runtime import BatchContext, Offsets, Output, Record, Runtime, Runti
 from feedback.continued import GuardConfig
 from feedback.errors import FeedbackError
 from feedback.hotel_refit import HotelRefitter
+from feedback.monitors.alarms import UPDATE_REQUESTS, UpdateRequests
 from feedback.online import OnlineDemandModel, OnlineModelConfig
 from feedback.poisoning import PoisonConfig, PoisonGuard
 from feedback.registry import ModelRegistry
@@ -92,6 +95,15 @@ class TrainerServiceConfig(BaseModel):
     bundle: DemandModelConfig | None = Field(default=None, description="None: the tier's default")
     max_batch: int = Field(default=500, ge=1)
     poll_timeout_s: float = Field(default=0.5, gt=0.0)
+    update_requests: Path | None = Field(
+        default=None, description="drift alarms' update requests (None: <registry_root>/update_requests.jsonl)")
+    request_min_examples: int = Field(
+        default=200, ge=2, description="buffered examples a requested update waits for (its holdout needs some)")
+
+    @property
+    def requests_path(self) -> Path:
+        """Where the drift alarm appends update requests (:class:`~feedback.monitors.alarms.UpdateRequests`)."""
+        return self.update_requests or self.registry_root / UPDATE_REQUESTS
 
 
 @dataclass
@@ -103,6 +115,8 @@ class TrainerBatchStats:
     dead_lettered: int = 0
     buffered: int = 0
     update: UpdateOutcome | None = None
+    requested: int = 0
+    """Drift alarms' update requests this batch's update answered."""
 
 
 @dataclass
@@ -164,6 +178,8 @@ class TrainerService(Step[TrainingExample]):
             tier=config.tier, seed=config.seed, guard_config=config.guard, bundle=config.bundle,
             work_dir=config.state_dir, auto_promote=config.auto_promote, on_registered=on_registered)
         self.buffer: list[dict[str, Any]] = []
+        self.requests = UpdateRequests(config.requests_path)
+        self.requests_seen = 0
         self._batch = TrainerBatchStats()
         self.totals = TrainerRunStats()
         self.runtime = Runtime(runtime or runtime_config(config), self, registry=registry, stop_event=stop_event)
@@ -199,8 +215,11 @@ class TrainerService(Step[TrainingExample]):
         self._batch.learned += len(batch)
         self.totals.learned += len(batch)
         del self.buffer[: max(0, len(self.buffer) - self.config.max_buffer)]
-        if len(self.buffer) >= self.config.train_every:
+        pending = len(self.requests.read(after=self.requests_seen))
+        requested = pending > 0 and len(self.buffer) >= self.config.request_min_examples
+        if len(self.buffer) >= self.config.train_every or requested:
             self._batch.update = self.train_now()
+            self._batch.requested, self.requests_seen = pending, self.requests_seen + pending
             self.totals.updates.append(self._batch.update)
         if self.refitter is not None:
             self.refitter.step()
@@ -230,7 +249,8 @@ class TrainerService(Step[TrainingExample]):
         """
         offsets = dict(offsets)
         state = {"offsets": offsets, "online": self.online, "guard": self.guard, "buffer": self.buffer,
-                 "hotels": None if self.refitter is None else self.refitter.state_dict()}
+                 "hotels": None if self.refitter is None else self.refitter.state_dict(),
+                 "requests_seen": self.requests_seen}
         fd, tmp = tempfile.mkstemp(dir=self.config.state_dir, prefix=".ckpt-")
         with os.fdopen(fd, "wb") as fh:
             pickle.dump(state, fh, protocol=pickle.HIGHEST_PROTOCOL)
@@ -250,6 +270,7 @@ class TrainerService(Step[TrainingExample]):
             msg = f"file {str(path)!r}: not a trainer checkpoint"
             raise FeedbackError(msg)
         self.online, self.guard, self.buffer = state["online"], state["guard"], state["buffer"]
+        self.requests_seen = int(state.get("requests_seen", 0))
         if self.refitter is not None and state.get("hotels") is not None:
             self.refitter.load_state(state["hotels"])
         return dict(state["offsets"])
