@@ -150,7 +150,8 @@ def monitor_stream(
 
         ref = load_snapshot(s.snapshots(), reference)
     window = timedelta(hours=window_hours)
-    config = MonitorConfig(window=window, staleness=window, features=watched)
+    config = MonitorConfig(window=window, staleness=window, features=watched,
+                           update_requests=s.registry() / "update_requests.jsonl")  # drift alarms ask the trainer
     recalibrator = None
     if recalibrate if recalibrate is not None else s.recalibrate:
         from feedback.monitors.recalibration import RecalibrationConfig, ThresholdRecalibrator
