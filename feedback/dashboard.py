@@ -43,6 +43,8 @@ MAX_HEATMAP_HOTELS = 40
 PERCENTILES = (50, 95, 99)
 
 TierShares = Mapping[str, float] | Sequence[tuple[datetime, Mapping[str, float]]]
+TimeRange = tuple[datetime, datetime] | None
+"""The run's own time range: every time axis spans it (``None``: each axis spans its own points)."""
 Latencies = Mapping[str, Sequence[float]] | Sequence[float]
 
 _CSS = """
@@ -100,12 +102,12 @@ def _coverage_plot(report: CoverageReport) -> str:
     return _png(fig)
 
 
-def _drift_plot(history: Sequence[DriftReport]) -> str:
-    return _png(drift_figure(history))
+def _drift_plot(history: Sequence[DriftReport], span: TimeRange = None) -> str:
+    return _png(drift_figure(history, span=span))
 
 
-def drift_figure(history: Sequence[DriftReport]) -> Figure:
-    """PSI and Wasserstein/std per feature over the checks, on the checks' own time range."""
+def drift_figure(history: Sequence[DriftReport], *, span: TimeRange = None) -> Figure:
+    """PSI and Wasserstein/std per feature over the checks, on ``span`` (default: the checks' own time range)."""
     fig = Figure(figsize=(7.2, 4.6))
     ax_psi, ax_w = fig.subplots(2, 1, sharex=True)
     if not history:
@@ -113,7 +115,7 @@ def drift_figure(history: Sequence[DriftReport]) -> Figure:
         return fig
     frame = pd.concat([report.to_frame() for report in history], ignore_index=True)
     for ax in (ax_psi, ax_w):
-        _limit_to_data(ax, pd.DatetimeIndex(frame["at"]))
+        _limit_to_data(ax, pd.DatetimeIndex(frame["at"]), span)
     for feature, rows in frame.groupby("feature", sort=False):
         (line,) = ax_psi.plot(rows["at"], rows["psi"], lw=1.2, marker="o", ms=2, label=str(feature))
         ax_w.plot(rows["at"], rows["wasserstein"], lw=1.2, marker="o", ms=2, color=line.get_color())
@@ -139,22 +141,29 @@ _SINGLE_POINT_PAD = pd.Timedelta(hours=1)
 """Half-width of a time axis that holds one point (matplotlib would widen it to +-2 years)."""
 
 
-def _limit_to_data(ax: Axes, xs: pd.DatetimeIndex | np.ndarray) -> None:
-    """Time axis from the first to the last point, not matplotlib's default span around them."""
-    if isinstance(xs, pd.DatetimeIndex) and len(xs):
+def _limit_to_data(ax: Axes, xs: pd.DatetimeIndex | np.ndarray, span: TimeRange = None) -> None:
+    """Time axis over ``span`` when given, else from the first to the last point (not matplotlib's years)."""
+    if span is not None and isinstance(xs, pd.DatetimeIndex):
+        ax.set_xlim(pd.Timestamp(span[0]), pd.Timestamp(span[1]))
+    elif isinstance(xs, pd.DatetimeIndex) and len(xs):
         lo, hi = xs.min(), xs.max()
         if lo == hi:
             lo, hi = lo - _SINGLE_POINT_PAD, hi + _SINGLE_POINT_PAD
         ax.set_xlim(lo, hi)
 
 
-def _flip_plot(flips: Sequence[FlipReport]) -> str:
+def _flip_plot(flips: Sequence[FlipReport], span: TimeRange = None) -> str:
+    return _png(flip_figure(flips, span=span))
+
+
+def flip_figure(flips: Sequence[FlipReport], *, span: TimeRange = None) -> Figure:
+    """The flip rate over the reports (all, and per version), on ``span`` (default: the reports' own range)."""
     fig, ax = _figure()
     if not flips:
         _no_data(ax)
-        return _png(fig)
+        return fig
     xs = _x_axis(flips)
-    _limit_to_data(ax, xs)
+    _limit_to_data(ax, xs, span)
     ax.plot(xs, [r.rate for r in flips], marker="o", ms=3, lw=1.6, color="#243b53", label="all")
     versions = sorted({v for r in flips for v in r.by_version})
     for version in versions:
@@ -164,25 +173,32 @@ def _flip_plot(flips: Sequence[FlipReport]) -> str:
     ax.set_title("decision flip rate (identical inputs, different price)", fontsize=10)
     ax.legend(fontsize=7)
     fig.autofmt_xdate()
-    return _png(fig)
+    return fig
 
 
-def _stacked_plot(history: Sequence[tuple[datetime, Mapping[str, float]]], title: str, ylabel: str) -> str:
+def _stacked_plot(history: Sequence[tuple[datetime, Mapping[str, float]]], title: str, ylabel: str,
+                  span: TimeRange = None) -> str:
+    return _png(stacked_figure(history, title, ylabel, span=span))
+
+
+def stacked_figure(history: Sequence[tuple[datetime, Mapping[str, float]]], title: str, ylabel: str, *,
+                   span: TimeRange = None) -> Figure:
+    """Shares over time as a stacked area (tier shares, rollout weights), on ``span`` (default: the points')."""
     fig, ax = _figure()
     if not history:
         _no_data(ax)
-        return _png(fig)
+        return fig
     frame = pd.DataFrame([dict(values) for _, values in history], index=[t for t, _ in history]).fillna(0.0)
-    _limit_to_data(ax, pd.DatetimeIndex(frame.index))
+    _limit_to_data(ax, pd.DatetimeIndex(frame.index), span)
     ax.stackplot(frame.index, *(frame[c] for c in frame.columns), labels=list(frame.columns), alpha=0.85)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7, loc="upper left")
     fig.autofmt_xdate()
-    return _png(fig)
+    return fig
 
 
-def _tier_plot(shares: TierShares) -> str:
+def _tier_plot(shares: TierShares, span: TimeRange = None) -> str:
     if not isinstance(shares, Mapping) and len(shares) == 1:  # one export: a stacked area of one point is empty
         shares = dict(shares[0][1])
     if isinstance(shares, Mapping):
@@ -195,7 +211,7 @@ def _tier_plot(shares: TierShares) -> str:
         ax.set_ylabel("share of decisions")
         ax.set_title("tier shares", fontsize=10)
         return _png(fig)
-    return _stacked_plot(shares, "tier shares over time", "share of decisions")
+    return _stacked_plot(shares, "tier shares over time", "share of decisions", span)
 
 
 def _latency_table(latencies: Latencies) -> pd.DataFrame:
@@ -282,6 +298,7 @@ def write_dashboard(
     rollout_weights_history: Sequence[tuple[datetime, Mapping[str, float]]],
     title: str = "pricestream monitoring",
     generated_at: datetime | None = None,
+    time_range: TimeRange = None,
 ) -> Path:
     """Render the dashboard to ``path`` (parents created) and return the path.
 
@@ -295,27 +312,31 @@ def write_dashboard(
         rollout_weights_history: ``[(time, {arm: weight})]``, oldest first.
         title: page title.
         generated_at: time stamp shown in the header (default: now, UTC).
+        time_range: the run's own ``(first, last)`` time: every time axis (drift, flips, tier shares,
+            rollout weights) spans it, and the header names it (default: each axis spans its points).
     """
     flip_list = [flips] if isinstance(flips, FlipReport) else list(flips)
     history = list(drift_history)
     latency = _latency_table(latencies_ms)
     sections = [
         _section("Feature coverage", _coverage_plot(coverage), _coverage_table(coverage)),
-        _section("Feature drift", _drift_plot(history), _drift_table(history)),
-        _section("Decision flip rate", _flip_plot(flip_list), _flip_table(flip_list)),
-        _section("Tier shares", _tier_plot(tier_shares), _table(_latest(tier_shares))),
+        _section("Feature drift", _drift_plot(history, time_range), _drift_table(history)),
+        _section("Decision flip rate", _flip_plot(flip_list, time_range), _flip_table(flip_list)),
+        _section("Tier shares", _tier_plot(tier_shares, time_range), _table(_latest(tier_shares))),
         _section("Decision latency", _latency_plot(latency), _table(latency)),
         _section(
             "Rollout weights",
-            _stacked_plot(rollout_weights_history, "rollout weights over time", "traffic weight"),
+            _stacked_plot(rollout_weights_history, "rollout weights over time", "traffic weight", time_range),
             _table(_latest(rollout_weights_history)),
         ),
     ]
     stamp = (generated_at or datetime.now(tz=UTC)).astimezone(UTC)
+    shown = "" if time_range is None else f" · run {time_range[0]:%Y-%m-%d %H:%M} .. {time_range[1]:%Y-%m-%d %H:%M} UTC"
     page = (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
         f"<style>{_CSS}</style></head><body><header><h1>{html.escape(title)}</h1>"
-        f"<p>generated {stamp:%Y-%m-%d %H:%M:%S} UTC</p></header><main>{''.join(sections)}</main></body></html>"
+        f"<p>generated {stamp:%Y-%m-%d %H:%M:%S} UTC{html.escape(shown)}</p></header>"
+        f"<main>{''.join(sections)}</main></body></html>"
     )
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -50,7 +50,6 @@ from pricestream.progress import progress_bar
 if TYPE_CHECKING:
     from events.config import KafkaConfig
     from infra.config import StackConfig
-    from pricestream.demo import DemoReport, RevenueLines
 
 app = typer.Typer(
     help="Real-time hotel pricing on a streaming feature platform.",
@@ -450,44 +449,41 @@ def audit_repair(
 
 @app.command()
 def demo(
-    days: Annotated[int, typer.Option(envvar="PRICESTREAM_DEMO_DAYS", min=1, help="simulated days")] = 3,
-    hotels: Annotated[int, typer.Option(envvar="PRICESTREAM_DEMO_HOTELS", min=1)] = 8,
+    nights: Annotated[int, typer.Option(envvar="PRICESTREAM_DEMO_NIGHTS", min=1,
+                                        help="consecutive stay nights counted, each played to its close")] = 10,
+    hotels: Annotated[int, typer.Option(envvar="PRICESTREAM_DEMO_HOTELS", min=1)] = 4,
     seed: Annotated[int | None, typer.Option(envvar="PRICESTREAM_SEED")] = None,
     market: Annotated[str, typer.Option(envvar="PRICESTREAM_DEMO_MARKET",
                                         help="simulated market: resort, city (calibrated presets) or flat")] = "city",
+    window_days: Annotated[int | None, typer.Option(envvar="PRICESTREAM_DEMO_WINDOW_DAYS", min=1,
+                                                    help="booking window played (default: the market's horizon)")]
+    = None,
+    phases: Annotated[int, typer.Option(envvar="PRICESTREAM_DEMO_PHASES", min=1,
+                                        help="parts of about equal shoppers; the services catch up after each")] = 6,
+    scenario: Annotated[str, typer.Option(envvar="PRICESTREAM_DEMO_SCENARIO",
+                                          help="regime change at the middle phase (market.scenarios)")] = "price_war",
     train_every: Annotated[int, typer.Option(envvar="PRICESTREAM_DEMO_TRAIN_EVERY", min=1,
                                              help="training examples per guarded update of the trainer")] = 150,
 ) -> None:
-    """End to end on the local stack: events, features, scoring, feedback; prints a summary and a plot."""
-    from pricestream.demo import MARKETS, run_demo
+    """End to end on the local stack over complete stay nights: RevPAR, ADR and occupancy against static, rules
+    only and the DP oracle on the same shoppers, a regime change mid-run, and what the loop did about it."""
+    from pricestream.demo import MARKETS, SCENARIOS, phases_done, run_demo
 
     if market not in MARKETS:
         fail(f"--market / PRICESTREAM_DEMO_MARKET: {market!r} is not a market; expected one of {', '.join(MARKETS)}")
+    if scenario not in SCENARIOS:
+        fail(f"--scenario / PRICESTREAM_DEMO_SCENARIO: {scenario!r} is not a scenario; expected one of "
+             f"{', '.join(SCENARIOS)}")
     s = settings()
-    with progress_bar("demo", total=None) as bar:
+    with progress_bar("demo", total=phases) as bar:
         task = bar.task_ids[0]
         report = run_demo(
-            s, days=days, hotels=hotels, seed=s.seed if seed is None else seed, market=market, train_every=train_every,
-            on_progress=lambda message: bar.update(task, description=message),
+            s, nights=nights, hotels=hotels, seed=s.seed if seed is None else seed, market=market,
+            window_days=window_days, phases=phases, scenario=scenario, train_every=train_every,
+            on_progress=lambda message: bar.update(task, description=message, completed=phases_done(message)),
         )
-    lines = report.summary_lines(revenue=_demo_revenue(report, hotels=hotels, seed=s.seed if seed is None else seed))
-    for line in lines:
-        out.print(line)
-    if report.plot_path is not None and not any(str(report.plot_path) in line for line in lines):
-        out.print(f"plot: {report.plot_path}")
-
-
-def _demo_revenue(report: DemoReport, *, hotels: int, seed: int) -> RevenueLines:
-    """The demo's revenue lines with the comparison on its own shoppers (rules only, the DP oracle)."""
-    from functools import partial
-
-    from pricestream.demo import demo_market, revenue_lines
-
-    out.print(f"comparing the run's shoppers on the {report.market} market against rules only and the DP oracle "
-              "(in-process)")
-    rules = None if report.state_dir is None else report.state_dir / "rules.yaml"
-    market = demo_market(report.market, hotels=hotels, seed=seed)  # the run's market, rebuilt
-    return partial(revenue_lines, market=market, seed=seed, rules_file=rules, dp=report.dp)
+    for line in report.summary_lines():
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def main() -> None:  # pragma: no cover - console script entry

@@ -1,57 +1,64 @@
-"""The demo's revenue comparison: pricestream against static, rules only and the DP oracle, on the run's own shoppers.
+"""The demo's revenue report: what a hotel reports on closed nights, pricestream against static, rules only and the DP.
 
-The closed-loop demo measures pricestream (the deployed ``serve``), the static price
-and the myopic oracle per simulated day on the same shoppers (seed ``seed + d`` on day
-``d``, :func:`market.evaluate.simulate_days`). :func:`comparison_lines` adds,
-on those same shoppers, the rules-only policy (the run's own rule file through the
-real :class:`~pricing.scorer.Scorer` with no model tier; its features are the offer's
-inventory, ``occupancy`` and ``rooms_left``, the inputs of the occupancy ladder and
-the last-rooms rule) and the capacity-aware DP oracle
-(:class:`market.DPOracle`), and prints one table: booked and expected
-revenue per policy with its ratio to the DP oracle, and the expected value net of the
-rooms' value: each offer's P(book) x (price - the DP oracle's bid price per room-night at
-that offer) x rooms x nights (:class:`market.evaluate.NetValueRecorder`), which
-credits a policy for rooms it keeps for later shoppers (booked revenue in a few days does not).
+The deployed run (``serve`` pricing over HTTP) plays the shoppers of a set of stay nights to
+their close, the hotels' other nights sold at the static price around them (:mod:`market.closed_nights`,
+``background=True``). :func:`compare` plays the very same shoppers (same
+market, nights and seed: common random numbers) in process under the static price, the rules
+tier alone (the run's own rule file through the real :class:`~pricing.scorer.Scorer` with no
+model tier, fed the offer's inventory) and the capacity-aware DP oracle (:class:`market.DPOracle`),
+and each policy gets, per counted night and in total, room revenue, rooms sold, occupancy, ADR
+and RevPAR (:class:`market.closed_nights.HotelFigures`). Next to them, the expected value of the
+offers shown net of the rooms' value: each offer's P(book) x (price - the DP oracle's bid price
+per room-night at that offer) x rooms x nights (:class:`market.evaluate.NetValueRecorder`).
 
 Example:
-    >>> from datetime import UTC, datetime
-    >>> import pandas as pd
+    >>> from datetime import date
     >>> from market import Market, MarketConfig, static_policy
-    >>> from market.evaluate import NetValueRecorder, simulate_days
+    >>> from market.closed_nights import StayNights, play
     >>> market = Market(MarketConfig(hotels=1, horizon_days=20, seed=3))
-    >>> from market.evaluate import NetValueRecorder
-    >>> dp = run_oracle(market, first=datetime(2026, 1, 10, tzinfo=UTC), days=1)
+    >>> nights = StayNights(first=date(2026, 2, 1), count=2, lead_in=1, window_days=20)
+    >>> dp = nights_oracle(market, nights)
     >>> rec = NetValueRecorder(market, static_policy(market), dp.bid_price)
-    >>> day = simulate_days(market, rec, days=1, start=datetime(2026, 1, 10, tzinfo=UTC), seed=5).days[0]
-    >>> f = pd.DataFrame([{"day": day.day, "policy": day.revenue, "static": day.revenue, "oracle": day.revenue,
-    ...                    "policy_expected": day.expected_revenue, "static_expected": day.expected_revenue,
-    ...                    "oracle_expected": day.expected_revenue, "policy_net": rec.total(),
-    ...                    "static_net": rec.total(), "oracle_net": rec.total()}])
+    >>> mine = PolicyNights(play(market, rec, nights, seed=5, background=True), rec.total())
     >>> rules = RuleSet.from_yaml("min_price: 20\\nmax_price: 900\\ndefault_base_rate: 150\\n")
-    >>> table = comparison(f, market=market, seed=5, rules=rules, dp=dp)
-    >>> list(table), table["static"]["revenue"] == day.revenue, table["static"]["net"] < day.expected_revenue
-    (['pricestream', 'static', 'rules only', 'myopic oracle', 'DP oracle'], True, True)
+    >>> table = compare(market, nights, seed=5, rules=rules, dp=dp, pricestream=mine)
+    >>> list(table), table["static"].total.revpar == mine.total.revpar
+    (['pricestream', 'static', 'rules only', 'DP oracle'], True)
+    >>> revpar_line(table, hotels=1).startswith("RevPAR pricestream ")
+    True
 """
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
-
-import pandas as pd
+from dataclasses import dataclass
+from datetime import date, timedelta
 
 from events.models import PricingRequest
-from market import DPOracle, Market
-from market.evaluate import NetValueRecorder, simulate_days
+from market import DPOracle, Market, static_policy
+from market.closed_nights import HotelFigures, NightLedger, StayNights, play
+from market.evaluate import NetValueRecorder
 from market.shoppers import Offer, Policy
 from pricing.feature_source import MemoryFeatureSource
 from pricing.rules import RuleSet
 from pricing.scorer import Scorer, ScorerConfig
 from routing.router import TieredRouter
 
-FRAME_POLICIES = {"pricestream": "policy", "static": "static", "myopic oracle": "oracle"}
-"""Policies the demo's per-day frame already holds -> their column (``<column>_expected`` the expectation,
-``<column>_net`` the expected value net of the rooms' value)."""
+POLICIES = ("pricestream", "static", "rules only", "DP oracle")
 _DEADLINE_MS = 60_000.0  # an in-process replay is not latency-bound: a busy host must not degrade it
+TABLE_HEADER = "  night       policy          revenue   sold  avail    occ      ADR   RevPAR"
+"""Header of the per-night table (:func:`night_lines`); each row is night, policy, then these columns."""
+
+
+@dataclass(frozen=True)
+class PolicyNights:
+    """One policy's closed nights: its ledger and the expected value of its offers net of the rooms' value."""
+
+    ledger: NightLedger
+    net: float
+
+    @property
+    def total(self) -> HotelFigures:
+        return self.ledger.total()
 
 
 def rules_policy(market: Market, rules: RuleSet) -> Policy:
@@ -71,65 +78,67 @@ def rules_policy(market: Market, rules: RuleSet) -> Policy:
     return policy
 
 
-def run_oracle(market: Market, *, first: datetime | date, days: int) -> DPOracle:
-    """The DP oracle for a run of ``days`` simulated days from ``first``: its nights and the horizon after them.
+def nights_oracle(market: Market, nights: StayNights) -> DPOracle:
+    """The DP oracle of the played nights (and a week after them, where the last nights' stays run on).
 
-    The one oracle of a demo run: it prices the comparison's DP row and its bid prices value the rooms of
-    every policy's offers (the ``net`` column), so build it once per run (its values are solved lazily).
+    The one oracle of a run: it prices the DP row and its bid prices value the rooms of every policy's
+    offers (the net figure), so build it once (its values are solved lazily).
     """
-    day = first.date() if isinstance(first, datetime) else first
-    last = day + timedelta(days=days - 1 + market.config.horizon_days + 2)
-    return DPOracle(market, first_night=day, last_night=last)
+    last: date = nights.last + timedelta(days=7)
+    return DPOracle(market, first_night=nights.played[0], last_night=last)
 
 
-def comparison(
-    f: pd.DataFrame, *, market: Market, seed: int, rules: RuleSet, dp: DPOracle | None = None
-) -> dict[str, dict[str, float]]:
-    """Policy -> ``{"revenue", "expected", "net"}`` summed over the frame's days (day ``d`` on seed ``seed + d``).
+def compare(
+    market: Market, nights: StayNights, *, seed: int, rules: RuleSet, dp: DPOracle, pricestream: PolicyNights
+) -> dict[str, PolicyNights]:
+    """Policy -> its closed nights, on the shoppers of ``seed``: ``pricestream`` as given, the others played here.
 
-    ``net`` is the expected value of the offers shown net of the rooms' value (the DP oracle's bid price
-    per room-night at each offer, on that policy's path); ``dp`` is the run's oracle (:func:`run_oracle`,
-    built for the frame's days when not given).
-
-    Raises:
-        ValueError: the frame lacks a column of the policies it holds (named in the message).
+    Each is played as the deployed run is (the hotels' other nights at the static price around the counted ones).
     """
-    days: list[date] = [pd.Timestamp(d).date() for d in f["day"]]
-    needed = [f"{col}{suffix}" for col in FRAME_POLICIES.values() for suffix in ("", "_expected", "_net")]
-    missing = [c for c in needed if c not in f.columns]
-    if missing:
-        msg = f"the demo's per-day frame lacks columns {missing}: expected {needed} (columns: {list(f.columns)})"
-        raise ValueError(msg)
-    out = {name: {"revenue": float(f[col].sum()), "expected": float(f[f"{col}_expected"].sum()),
-                  "net": float(f[f"{col}_net"].sum())}
-           for name, col in FRAME_POLICIES.items()}
-    if dp is None:
-        dp = run_oracle(market, first=min(days), days=(max(days) - min(days)).days + 1)
-    extra = {"rules only": rules_policy(market, rules), "DP oracle": dp.policy()}
-    for name, policy in extra.items():
+    out = {"pricestream": pricestream}
+    others = {"static": static_policy(market), "rules only": rules_policy(market, rules), "DP oracle": dp.policy()}
+    for name, policy in others.items():
         rec = NetValueRecorder(market, policy, dp.bid_price)
-        runs = [simulate_days(market, rec, days=1, start=datetime(d.year, d.month, d.day, tzinfo=UTC),
-                              seed=seed + i).days[0] for i, d in enumerate(days)]
-        out[name] = {"revenue": sum(r.revenue for r in runs), "expected": sum(r.expected_revenue for r in runs),
-                     "net": rec.total()}
-    order = ("pricestream", "static", "rules only", "myopic oracle", "DP oracle")
-    return {name: out[name] for name in order}
+        out[name] = PolicyNights(play(market, rec, nights, seed=seed, snapshots=False, background=True), rec.total())
+    return out
 
 
-def comparison_lines(
-    f: pd.DataFrame, *, market: Market, seed: int, rules: RuleSet, dp: DPOracle | None = None
-) -> list[str]:
-    """The comparison as report lines: a header and one line per policy (ratios to the DP oracle)."""
-    table = comparison(f, market=market, seed=seed, rules=rules, dp=dp)
-    best = table["DP oracle"]
-    net = "net of rooms' value"
-    lines = [f"revenue of this run's shoppers, {len(f)} days (same shoppers per policy; ratio to the DP oracle):",
-             f"  {'policy':14s} {'booked':>12s} {'/ DP':>6s} {'expected':>12s} {'/ DP':>6s} "
-             f"{net:>19s} {'/ DP':>6s}"]
-    for name, v in table.items():
-        lines.append(f"  {name:14s} {v['revenue']:12,.0f} {v['revenue'] / best['revenue']:6.3f} "
-                     f"{v['expected']:12,.0f} {v['expected'] / best['expected']:6.3f} "
-                     f"{v['net']:19,.0f} {v['net'] / best['net']:6.3f}")
-    lines.append("  (expected: the truth's expected revenue of the offers shown; net of rooms' value: the same less "
-                 "the DP oracle's bid price per room-night at each offer, so rooms kept for later shoppers count)")
+def _change(mine: float, base: float) -> str:
+    return f"{(mine / base - 1) * 100:+.1f}%" if base else "n/a"
+
+
+def revpar_line(table: dict[str, PolicyNights], *, hotels: int) -> str:
+    """The summary's first line: pricestream's RevPAR against the static price's, over the closed nights."""
+    mine, static = table["pricestream"].total.revpar, table["static"].total.revpar
+    count = len(table["pricestream"].ledger.nights.counted)
+    return (f"RevPAR pricestream {mine:.2f} vs static {static:.2f} ({_change(mine, static)}) "
+            f"over {count} closed nights, {hotels} hotels")
+
+
+def _row(night: str, name: str, f: HotelFigures) -> str:
+    return (f"  {night:11s} {name:12s} {f.revenue:10.2f} {f.rooms_sold:6d} {f.rooms_available:6d} "
+            f"{f.occupancy:6.3f} {f.adr:8.2f} {f.revpar:8.2f}")
+
+
+def night_lines(table: dict[str, PolicyNights]) -> list[str]:
+    """Per counted night and in total, per policy: room revenue, rooms sold, rooms available, occ, ADR, RevPAR."""
+    lines = ["closed nights, what a hotel reports (room revenue of kept bookings; occupancy = sold / available; "
+             "ADR = revenue / sold; RevPAR = revenue / available):", TABLE_HEADER]
+    nights = {name: pol.ledger.per_night() for name, pol in table.items()}
+    for night in next(iter(table.values())).ledger.nights.counted:
+        lines += [_row(night.isoformat(), name, nights[name][night]) for name in table]
+    lines += [_row("total", name, pol.total) for name, pol in table.items()]
     return lines
+
+
+def ranking_lines(table: dict[str, PolicyNights]) -> list[str]:
+    """pricestream's RevPAR against each other policy, and every policy's net of the rooms' value."""
+    mine = table["pricestream"].total.revpar
+    versus = ", ".join(f"{name} {pol.total.revpar:.2f} ({_change(mine, pol.total.revpar)})"
+                       for name, pol in table.items() if name != "pricestream")
+    best = table["DP oracle"].net
+    net = ", ".join(f"{name} {pol.net:,.0f} ({pol.net / best:.3f} of the DP)" if best else f"{name} {pol.net:,.0f}"
+                    for name, pol in table.items())
+    return [f"RevPAR pricestream {mine:.2f} against: {versus}",
+            f"net of the rooms' value (each offer's expected revenue less the DP oracle's bid price of the "
+            f"room-nights it may take; same shoppers): {net}"]
