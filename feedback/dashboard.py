@@ -287,6 +287,17 @@ def _section(title: str, image: str, table: str) -> str:
     )
 
 
+def _page(title: str, sections: Sequence[str], *, generated_at: datetime | None, time_range: TimeRange) -> str:
+    stamp = (generated_at or datetime.now(tz=UTC)).astimezone(UTC)
+    shown = "" if time_range is None else f" · run {time_range[0]:%Y-%m-%d %H:%M} .. {time_range[1]:%Y-%m-%d %H:%M} UTC"
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{_CSS}</style></head><body><header><h1>{html.escape(title)}</h1>"
+        f"<p>generated {stamp:%Y-%m-%d %H:%M:%S} UTC{html.escape(shown)}</p></header>"
+        f"<main>{''.join(sections)}</main></body></html>"
+    )
+
+
 def write_dashboard(
     path: str | Path,
     *,
@@ -330,14 +341,7 @@ def write_dashboard(
             _table(_latest(rollout_weights_history)),
         ),
     ]
-    stamp = (generated_at or datetime.now(tz=UTC)).astimezone(UTC)
-    shown = "" if time_range is None else f" · run {time_range[0]:%Y-%m-%d %H:%M} .. {time_range[1]:%Y-%m-%d %H:%M} UTC"
-    page = (
-        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-        f"<style>{_CSS}</style></head><body><header><h1>{html.escape(title)}</h1>"
-        f"<p>generated {stamp:%Y-%m-%d %H:%M:%S} UTC{html.escape(shown)}</p></header>"
-        f"<main>{''.join(sections)}</main></body></html>"
-    )
+    page = _page(title, sections, generated_at=generated_at, time_range=time_range)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
