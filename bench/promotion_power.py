@@ -89,12 +89,12 @@ def draw(rng: np.random.Generator, pool: np.ndarray, n: int, lift: float,
 
 
 def simulated_oracle_power(rng: np.random.Generator, pool: np.ndarray, m: dict[str, float], n_total: int,
-                           trials: int) -> float:
-    """Share of ``trials`` in which the one-look known-variance z test rejects for a ``LIFT`` candidate."""
+                           trials: int, *, lift: float = LIFT) -> float:
+    """Share of ``trials`` in which the one-look known-variance z test rejects for a ``lift`` candidate."""
     z_alpha = stats.norm.ppf(1 - ALPHA_ORACLE)
     wins = 0
     for _ in range(trials):
-        to_cand, y, _ = draw(rng, pool, n_total, LIFT, 0.5)
+        to_cand, y, _ = draw(rng, pool, n_total, lift, 0.5)
         nc, ni = int(to_cand.sum()), int((~to_cand).sum())
         se = math.sqrt(m["var"] * (1 / nc + 1 / ni))
         wins += (y[to_cand].mean() - y[~to_cand].mean()) / se > z_alpha
