@@ -73,4 +73,6 @@ class MonitorStep(Step[PricingDecision]):
 
     def describe(self) -> dict[str, Any]:
         tiers, _ = self.monitor.shares()
-        return {"decisions": self.monitor.n_decisions, "tiers": {k: round(v, 3) for k, v in tiers.items()}}
+        alarms = self.monitor.alarms
+        return {"decisions": self.monitor.n_decisions, "tiers": {k: round(v, 3) for k, v in tiers.items()},
+                "drift_alarms": len(alarms), "last_alarm": alarms[-1].describe() if alarms else None}

@@ -20,6 +20,7 @@ from feedback.monitors.drift import DriftMonitor, DriftReport, FeatureDrift
 from feedback.monitors.drift_calibration import WINDOW_SLACK, window_limits
 from feedback.monitors.errors import MonitorInputError
 from feedback.monitors.stream import DecisionMonitor, MonitorConfig, request_features
+from feedback.services.monitor_service import MonitorStep
 
 T0 = datetime(2026, 9, 1, tzinfo=UTC)
 
@@ -105,6 +106,8 @@ def test_the_monitor_rings_requests_a_trainer_update_and_reports_it(tmp_path: Pa
     assert record.actions == ("trainer update: request 1 written to update_requests.jsonl",)
     assert registry.get_sample_value("pricestream_drift_alarms_total", {"action": "trainer update"}) == 1.0
     assert len(UpdateRequests(config.update_requests).read()) == 1  # type: ignore[arg-type]
+    described = MonitorStep(monitor).describe()  # what the monitor service reports about itself
+    assert described["drift_alarms"] == 1 and "trainer update: request 1 written" in described["last_alarm"]
     judged = {f.feature for f in monitor._drift.history[-1]}  # type: ignore[union-attr]
     assert judged == {"comp_rate_min_24h", "lead_time_days"}  # the request's lead time is watched too
 
