@@ -38,7 +38,7 @@ class _Callback(Step[Any]):
         self._parse = parse
         self.handle: Callable[[list[Any]], None] = lambda _: None
 
-    def parse(self, record: Record[bytes]) -> Any:
+    def parse(self, record: Record[bytes]) -> object:
         return self._parse(record.value)
 
     def process(self, batch: Sequence[Record[Any]], ctx: object) -> Sequence[Output]:

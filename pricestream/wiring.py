@@ -42,7 +42,11 @@ from pricing.scorer import DecisionCallback, DecisionSink, ModelSource, Scorer, 
 from routing.router import TieredRouter
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from feedback.hotel_refit import HotelRefitter
     from pricing.bid_price import BidPriceConfig
+    from pricing.tiers import TierPricer
 
 Progress = Callable[[str, int, int], None]
 """``on_progress(step, done, total)``: the CLI draws it; the library never prints."""
@@ -133,7 +137,7 @@ def pricer_loader(settings: Settings) -> Callable[[Path], Any]:
         band=settings.explore_band, arms=settings.explore_arms, seed=settings.seed)
     capacity = bid_config(settings)
 
-    def load(bundle_dir: Path) -> Any:
+    def load(bundle_dir: Path) -> TierPricer:
         from pricing.tiers import load_pricer  # deferred: onnxruntime loads only when a model does
 
         if settings.heavy_tier == "remote":  # the heavy service holds the model; this slot is its client
@@ -256,7 +260,7 @@ def build_scorer(
 
 
 def hotel_refitter(settings: Settings, registry: ModelRegistry, *,
-                   pooled_frame: Callable[[], Any] | None = None) -> Any:
+                   pooled_frame: Callable[[], pd.DataFrame | None] | None = None) -> HotelRefitter | None:
     """The trainer's refitter of new hotels in cold-start stage ``own`` (``None`` when cold start or its refit is off).
 
     It reads each hotel's stage from the history ``serve`` writes (Redis), continues ``registry``'s live pooled

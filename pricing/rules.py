@@ -57,7 +57,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import ValidationError
@@ -75,6 +75,8 @@ from pricing.rule_schema import (
     matches,
     specificity,
 )
+
+R = TypeVar("R", bound=AnyRule)
 
 _CACHE_LIMIT = 4096
 """Resolved scopes kept per rule set; (hotel, room, channel) combinations are few."""
@@ -317,8 +319,8 @@ class RuleSet:
         rates = [b for b in spec.base_rates if matches(b, hotel, room_type, channel)]
         base = max(rates, key=specificity).rate if rates else spec.base_rate
 
-        def one(kind: str) -> Any:
-            chosen = [r for r in hits if r.kind == kind]
+        def one(kind: type[R]) -> R | None:
+            chosen = [r for r in hits if isinstance(r, kind)]
             return max(chosen, key=specificity) if chosen else None  # max keeps the first of equals
 
         return _Scope(
@@ -327,10 +329,10 @@ class RuleSet:
             bound_ids=floor_ids + ceiling_ids,
             base_rate=base,
             closed=tuple(r for r in hits if isinstance(r, ClosedDatesRule)),
-            last_rooms=one("last_rooms"),
-            last_minute=one("last_minute"),
-            parity=one("channel_parity"),
-            max_change=one("max_change"),
+            last_rooms=one(LastRoomsRule),
+            last_minute=one(LastMinuteRule),
+            parity=one(ChannelParityRule),
+            max_change=one(MaxChangeRule),
         )
 
     def named_scopes(self) -> list[tuple[str, str, str]]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -156,7 +156,7 @@ def _holdout_metrics(
     *,
     config: DemandModelConfig,
     seed: int,
-    init: Any,
+    init: Sequence[lgb.Booster] | None,
     decreasing: tuple[int, ...],
 ) -> dict[str, float]:
     mask = np.random.default_rng(seed).random(len(y)) < HOLDOUT_SHARE

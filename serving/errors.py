@@ -45,7 +45,7 @@ class FieldError:
     """
 
     field: str
-    value: Any
+    value: object
     expected: str
 
     @property
