@@ -29,12 +29,13 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
+from events.models import BookingEvent
 from market.errors import SimulatorError
 from market.evaluate import oracle_policy, static_policy
 from market.generator import Simulation
 from market.market import Market
 from market.oracle import DPOracle
-from market.shoppers import Policy
+from market.shoppers import Offer, Policy
 
 WARMUP_DAYS = 14
 _T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
@@ -75,8 +76,8 @@ def run_window(
                              expected="days >= 1, warmup_days >= 0, a timezone-aware start")
     static = static_policy(market)
 
-    def priced(offer: object) -> float:
-        return static(offer) if offer.at < start else policy(offer)  # type: ignore[arg-type, attr-defined]
+    def priced(offer: Offer) -> float:
+        return static(offer) if offer.at < start else policy(offer)
 
     sim = Simulation(market, start=start - timedelta(days=warmup_days), duration=timedelta(days=warmup_days + days),
                      policy=priced, rng_seed=seed)
@@ -86,11 +87,11 @@ def run_window(
     for event in sim:
         if on_event is not None:
             on_event(event)
-        if event.event_type == "booking" and event.event_time >= start and event.stay_date < last:  # type: ignore[attr-defined]
-            amount = event.price_paid * event.rooms * event.nights  # type: ignore[attr-defined]
+        if isinstance(event, BookingEvent) and event.event_time >= start and event.stay_date < last:
+            amount = event.price_paid * event.rooms * event.nights
             gross += amount
-            revenue += amount * (1.0 - cancel[event.segment])  # type: ignore[attr-defined]
-            room_nights += event.rooms * event.nights  # type: ignore[attr-defined]
+            revenue += amount * (1.0 - cancel[event.segment])
+            room_nights += event.rooms * event.nights
     sold = cap = 0
     for (hotel, room, night), left in sim.checkins.items():
         if first <= night < last:

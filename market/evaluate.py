@@ -31,7 +31,7 @@ from datetime import UTC, date, datetime, timedelta
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from events.models import Record
+from events.models import BookingEvent, CancellationEvent, Record, SearchEvent, ViewEvent
 from market.errors import SimulatorError
 from market.generator import Simulation
 from market.market import Market
@@ -167,21 +167,20 @@ class DayAccumulator:
 
     def add(self, event: Record) -> None:
         day = self._acc[event.event_time.date()]
-        kind = getattr(event, "event_type", "")
-        if kind == "search":
+        if isinstance(event, SearchEvent):
             day["searches"] += 1
-        elif kind == "view":
+        elif isinstance(event, ViewEvent):
             day["offers"] += 1
             day["expected_revenue"] += _expected(self.market, event)
-        elif kind == "booking":
-            amount = event.price_paid * event.rooms * event.nights  # type: ignore[attr-defined]
-            self._amounts[event.booking_id] = amount  # type: ignore[attr-defined]
+        elif isinstance(event, BookingEvent):
+            amount = event.price_paid * event.rooms * event.nights
+            self._amounts[event.booking_id] = amount
             day["revenue"] += amount
             day["net_revenue"] += amount
             day["bookings"] += 1
-            day["rooms_sold"] += event.rooms  # type: ignore[attr-defined]
-        elif kind == "cancellation":
-            day["net_revenue"] -= self._amounts.get(event.booking_id, 0.0)  # type: ignore[attr-defined]
+            day["rooms_sold"] += event.rooms
+        elif isinstance(event, CancellationEvent):
+            day["net_revenue"] -= self._amounts.get(event.booking_id, 0.0)
             day["cancellations"] += 1
 
     def finish(self, sim: Simulation, *, name: str, first: datetime, days: int) -> PolicyRun:
@@ -254,10 +253,10 @@ def run_policy(
     return PolicyResult(**runs)
 
 
-def _expected(market: Market, view: Record) -> float:
+def _expected(market: Market, view: ViewEvent) -> float:
     """price x P(book | segment, channel, price) x the segment's mean rooms x nights, under the truth."""
-    return _value(market, view.hotel_id, view.room_type, view.stay_date, view.event_time,  # type: ignore[attr-defined]
-                  view.segment, view.channel, view.price_shown, 0.0)  # type: ignore[attr-defined]
+    return _value(market, view.hotel_id, view.room_type, view.stay_date, view.event_time,
+                  view.segment, view.channel, view.price_shown, 0.0)
 
 
 def _value(market: Market, hotel: str, room: str, stay: date, at: datetime, segment: str, channel: str,
