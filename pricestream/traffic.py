@@ -27,7 +27,7 @@ from limits import RateLimitItemPerSecond
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
 
-from events.models import PricingRequest, Record, dumps
+from events.models import BookingEvent, PricingRequest, Record, ViewEvent, dumps
 from events.producer import Producer
 from market import Market, Offer, Simulation
 from pricestream.settings import Settings
@@ -58,10 +58,9 @@ class TrafficStats:
 
 def link_decision(event: Record, recent: dict[tuple[Any, ...], str]) -> Record:
     """Tag a view or booking with the decision that priced its key (the simulator does not know ids)."""
-    kind = getattr(event, "event_type", "")
-    if kind not in ("view", "booking"):
+    if not isinstance(event, ViewEvent | BookingEvent):
         return event
-    key = (event.hotel_id, event.room_type, event.stay_date)  # type: ignore[attr-defined]
+    key = (event.hotel_id, event.room_type, event.stay_date)
     decision = recent.get(key)
     if decision is None:
         return event
@@ -121,8 +120,9 @@ class TrafficDriver:
         return self.stats
 
     def _price(self, http: httpx.Client, offer: Offer) -> dict[str, Any]:
-        request = PricingRequest(hotel_id=offer.hotel_id, room_type=offer.room_type, stay_date=offer.stay_date,
-                                 nights=offer.nights, channel=offer.channel, event_time=offer.at)  # type: ignore[arg-type]
+        request = PricingRequest.model_validate({  # the offer's channel is text: the contract checks it
+            "hotel_id": offer.hotel_id, "room_type": offer.room_type, "stay_date": offer.stay_date,
+            "nights": offer.nights, "channel": offer.channel, "event_time": offer.at})
         try:
             resp = http.post("/v1/price", content=dumps(request))
         except httpx.TransportError as exc:

@@ -406,8 +406,10 @@ class ColdStartScorer:
 def stage_counts(decisions: Iterable[PricingDecision]) -> Mapping[Stage, int]:
     """Decisions per recorded stage (for reports)."""
     counts: dict[Stage, int] = dict.fromkeys(STAGES, 0)
+    named: dict[str, Stage] = {stage: stage for stage in STAGES}
     for d in decisions:
         for rule in d.rule_ids:
-            if rule.startswith(RULE_PREFIX) and rule[len(RULE_PREFIX):] in counts:
-                counts[rule[len(RULE_PREFIX):]] += 1  # type: ignore[index]
+            stage = named.get(rule.removeprefix(RULE_PREFIX)) if rule.startswith(RULE_PREFIX) else None
+            if stage is not None:
+                counts[stage] += 1
     return counts

@@ -53,7 +53,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -66,8 +66,10 @@ from events.models import PricingRequest
 from pricing.errors import RuleSetError
 from pricing.rule_schema import (
     AnyRule,
+    CeilingRule,
     ChannelParityRule,
     ClosedDatesRule,
+    FloorRule,
     LastMinuteRule,
     LastRoomsRule,
     MaxChangeRule,
@@ -310,8 +312,8 @@ class RuleSet:
     def _resolve(self, hotel: str, room_type: str, channel: str) -> _Scope:
         spec = self._spec
         hits = [r for r in spec.rules if matches(r, hotel, room_type, channel)]
-        floor, floor_ids = _best_bound([r for r in hits if r.kind == "floor"], highest=True)
-        ceiling, ceiling_ids = _best_bound([r for r in hits if r.kind == "ceiling"], highest=False)
+        floor, floor_ids = _best_bound([r for r in hits if isinstance(r, FloorRule)], highest=True)
+        ceiling, ceiling_ids = _best_bound([r for r in hits if isinstance(r, CeilingRule)], highest=False)
         floor = max(spec.min_price, floor if floor is not None else spec.min_price)
         ceiling = min(spec.max_price, ceiling if ceiling is not None else spec.max_price)
         # _check_bounds proves floor <= ceiling for every scope the file names; this guards the rest.
@@ -343,14 +345,15 @@ class RuleSet:
         return [(h, r, c) for h in sorted(hotels) for r in sorted(rooms) for c in sorted(channels)]
 
 
-def _best_bound(rules: list[AnyRule], *, highest: bool) -> tuple[float | None, tuple[str, ...]]:
+def _best_bound(rules: Sequence[FloorRule | CeilingRule],
+                *, highest: bool) -> tuple[float | None, tuple[str, ...]]:
     """Most specific floor/ceiling rule; among equally specific ones the most restrictive."""
     if not rules:
         return None, ()
     top = max(specificity(r) for r in rules)
     best = [r for r in rules if specificity(r) == top]
-    pick = max(best, key=lambda r: r.price) if highest else min(best, key=lambda r: r.price)  # type: ignore[union-attr]
-    return float(pick.price), (pick.id,)  # type: ignore[union-attr]
+    pick = max(best, key=lambda r: r.price) if highest else min(best, key=lambda r: r.price)
+    return float(pick.price), (pick.id,)
 
 
 def _check_bounds(rules: RuleSet) -> None:
@@ -367,8 +370,8 @@ def _check_bounds(rules: RuleSet) -> None:
         seen.add(rule.id)
     for hotel, room, channel in rules.named_scopes():
         hits = [r for r in rules.spec.rules if matches(r, hotel, room, channel)]
-        floor, floor_ids = _best_bound([r for r in hits if r.kind == "floor"], highest=True)
-        ceiling, ceil_ids = _best_bound([r for r in hits if r.kind == "ceiling"], highest=False)
+        floor, floor_ids = _best_bound([r for r in hits if isinstance(r, FloorRule)], highest=True)
+        ceiling, ceil_ids = _best_bound([r for r in hits if isinstance(r, CeilingRule)], highest=False)
         low = max(rules.spec.min_price, floor or rules.spec.min_price)
         high = min(rules.spec.max_price, ceiling or rules.spec.max_price)
         if low > high:

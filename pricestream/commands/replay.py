@@ -34,6 +34,7 @@ from routing.complexity import complexity_score, inputs_from
 if TYPE_CHECKING:
     from delivery import Evidence
     from feedback.registry import ModelRegistry
+    from pricing.tiers import TierPricer
 
 REPLAY_DAYS = 30
 """Width of the simulated time range the replay requests fall into."""
@@ -66,10 +67,10 @@ class ReplayRequests:
         for row in frame.to_dict("records"):
             event_time = pd.Timestamp(row["event_time"]).to_pydatetime()
             stay = row["stay_date"] if isinstance(row["stay_date"], date) else date.fromisoformat(str(row["stay_date"]))
-            requests.append(PricingRequest(
-                hotel_id=row["hotel_id"], room_type=row["room_type"], stay_date=stay, event_time=event_time,
-                nights=int(row["nights"]), channel=CHANNELS[int(row["channel_code"])],  # type: ignore[arg-type]
-            ))
+            requests.append(PricingRequest.model_validate({
+                "hotel_id": row["hotel_id"], "room_type": row["room_type"], "stay_date": stay, "event_time": event_time,
+                "nights": int(row["nights"]), "channel": CHANNELS[int(row["channel_code"])],
+            }))
             feats.append({k: (None if _missing(row[k]) else float(row[k])) for k in ALL_FEATURES})
         return cls(market, frame, tuple(requests), tuple(feats))
 
@@ -81,13 +82,13 @@ class ReplayRequests:
             out.append(outcome.decided_price if outcome.decided_price is not None else outcome.rule_price)
         return np.asarray(out, dtype=float)
 
-    def quote(self, pricer: object, rules: RuleSet) -> Priced:
+    def quote(self, pricer: TierPricer, rules: RuleSet) -> Priced:
         """Quote every request with ``pricer`` (a ``TierPricer``) inside the rules' bounds."""
         prices, latency, spread = [], [], []
         for request, feats in zip(self.requests, self.features, strict=True):
             outcome = rules.evaluate(request, feats)
             t0 = time.perf_counter()
-            q = pricer.quote(  # type: ignore[attr-defined]
+            q = pricer.quote(
                 request, feats, floor=outcome.floor, ceiling=outcome.ceiling, rule_price=outcome.rule_price
             )
             latency.append((time.perf_counter() - t0) * 1000.0)
