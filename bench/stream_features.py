@@ -141,6 +141,8 @@ class StreamFeatures:
         for ts, _, comp, rate in self._rates.get(key, ()):
             if lo <= ts <= hi:
                 latest[comp] = rate  # in (time, event id) order: the latest wins, as in the history
+        if not latest:
+            return {"comp_rate_median_24h": None, "comp_rate_min_24h": None}
         rates = np.array([list(latest.values())], dtype="float64")
         return {f"comp_rate_{a}_24h": _number(competitor_aggregate(f"comp_{a}", rates)[0]) for a in ("median", "min")}
 

@@ -91,10 +91,11 @@ def fixed_point(partial: str, value: float | None) -> int:
     """
     if partial == "n":
         return SCALE
-    kind = partial.partition(":")[0]
     if value is None or value != value:
         return 0
-    return {"sum": round(value * SCALE), "n": SCALE, "sq": round(value * value * SCALE)}[kind]
+    if partial.startswith("sum:"):
+        return round(value * SCALE)
+    return SCALE if partial.startswith("n:") else round(value * value * SCALE)
 
 
 def _partial_units(partial: str, column: NDArray[Any]) -> NDArray[Any]:
@@ -115,7 +116,7 @@ def aggregate(agg: str, column: str, totals: dict[str, Any]) -> Any:
         >>> float(aggregate("mean", "lead_days", totals)), round(float(aggregate("std", "lead_days", totals)), 4)
         (2.0, 0.8165)
     """
-    total = np.asarray(totals[f"sum:{column}"]) / SCALE
+    total = totals[f"sum:{column}"] / SCALE  # an int or an int64 array: no numpy call on the scalar path
     if agg == "sum":
         return total
     n = np.asarray(totals[f"n:{column}"]) / SCALE

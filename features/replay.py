@@ -40,6 +40,10 @@ from features.raw_events import EVENTS_SCHEMA
 POINT_COLUMNS: tuple[str, ...] = (*STAY_KEYS, "event_time")
 """Columns of the points :func:`features_at` reads at: the stay key and the instant (UTC)."""
 _FIELDS = tuple(c for c in EVENTS_SCHEMA.names if not c.startswith("source_"))
+_NOT_JSON = ("event_id", "event_time", "stay_date", "booking_id", "decision_id")
+"""The record fields whose Python values are not their JSON values (uuids, times, dates)."""
+_CHUNK = 65_536
+"""Records of one type turned into rows at once: bounds the records held (a bootstrap reads a million)."""
 _PRICED = frozenset({"view", "competitor_rate"})
 """Event types with a price that the windows read (the outlier flag keeps it out of them)."""
 
@@ -68,7 +72,10 @@ def record_row(record: Record, hotels: Mapping[str, HotelProfile] | None = None)
     kind = body.get("event_type")
     plausible = kind not in _PRICED or "price_outlier" not in flags(record, hotels)
     rooms = int(body.get("rooms") or 1)
-    row = {name: _json(body[name]) for name in _FIELDS if name in body}
+    row = {name: body[name] for name in _FIELDS if name in body}
+    for name in _NOT_JSON:
+        if name in row:
+            row[name] = _json(row[name])
     t = int(row["event_time"])
     row.update(
         is_search=float(kind == "search"), is_view=float(kind == "view"),
@@ -89,12 +96,16 @@ def events_frame(records: Iterable[Record], hotels: Mapping[str, HotelProfile] |
 
     The same rows as :func:`record_row`, built a column at a time (a bootstrap frame reads a million events).
     """
-    by_type: dict[type, list[Record]] = {}
-    order: dict[type, list[int]] = {}
+    pending: dict[type, tuple[list[Record], list[int]]] = {}
+    parts: list[pd.DataFrame] = []
     for i, record in enumerate(r for r in records if hasattr(r, "stay_date")):
-        by_type.setdefault(type(record), []).append(record)
-        order.setdefault(type(record), []).append(i)
-    parts = [_typed_part(kind, batch, hotels).set_axis(order[kind]) for kind, batch in by_type.items()]
+        batch, order = pending.setdefault(type(record), ([], []))
+        batch.append(record)
+        order.append(i)
+        if len(batch) >= _CHUNK:
+            parts.append(_typed_part(type(record), batch, hotels).set_axis(order))
+            del pending[type(record)]
+    parts += [_typed_part(kind, batch, hotels).set_axis(order) for kind, (batch, order) in pending.items()]
     frame = pd.concat(parts).sort_index() if parts else pd.DataFrame(columns=list(_FIELDS))
     frame = frame.reindex(columns=list(_FIELDS)).reset_index(drop=True)
     frame["event_time"] = pd.to_datetime(frame["event_time"].astype("int64"), unit="ms", utc=True)
