@@ -451,13 +451,13 @@ def audit_repair(
 def demo(
     nights: Annotated[int, typer.Option(envvar="PRICESTREAM_DEMO_NIGHTS", min=1,
                                         help="consecutive stay nights counted, each played to its close")] = 10,
-    hotels: Annotated[int, typer.Option(envvar="PRICESTREAM_DEMO_HOTELS", min=1)] = 4,
+    hotels: Annotated[int, typer.Option(envvar="PRICESTREAM_DEMO_HOTELS", min=1)] = 3,
     seed: Annotated[int | None, typer.Option(envvar="PRICESTREAM_SEED")] = None,
     market: Annotated[str, typer.Option(envvar="PRICESTREAM_DEMO_MARKET",
                                         help="simulated market: resort, city (calibrated presets) or flat")] = "city",
-    window_days: Annotated[int | None, typer.Option(envvar="PRICESTREAM_DEMO_WINDOW_DAYS", min=1,
-                                                    help="booking window played (default: the market's horizon)")]
-    = None,
+    window_days: Annotated[int, typer.Option(envvar="PRICESTREAM_DEMO_WINDOW_DAYS", min=1,
+                                             help="booking window played before the first night (at most the "
+                                                  "market's horizon; earlier bookings are history)")] = 90,
     phases: Annotated[int, typer.Option(envvar="PRICESTREAM_DEMO_PHASES", min=1,
                                         help="parts of about equal shoppers; the services catch up after each")] = 6,
     scenario: Annotated[str, typer.Option(envvar="PRICESTREAM_DEMO_SCENARIO",
