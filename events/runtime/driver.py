@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -37,7 +37,7 @@ from confluent_kafka import Message, TopicPartition
 from prometheus_client import CollectorRegistry
 
 from events.runtime.config import RuntimeConfig
-from events.runtime.ops import OpsServer, RuntimeMetrics
+from events.runtime.ops import OpsServer, Page, RuntimeMetrics
 from events.runtime.sink import AtLeastOnceSink, TransactionalSink
 from events.runtime.source import Source
 from events.runtime.step import Output, Record, Step, offset_key
@@ -100,8 +100,9 @@ class Runtime(Generic[T]):
     """
 
     def __init__(self, config: RuntimeConfig, step: Step[T], *, registry: CollectorRegistry | None = None,
-                 stop_event: threading.Event | None = None) -> None:
+                 stop_event: threading.Event | None = None, pages: Mapping[str, Page] | None = None) -> None:
         self.config = config
+        self.pages = dict(pages or {})
         self.step = step
         self.registry = registry if registry is not None else CollectorRegistry()
         self.stop_event = stop_event or threading.Event()
@@ -137,7 +138,7 @@ class Runtime(Generic[T]):
             self.source.subscribe()
         if self.config.ops_port is not None:
             self.ops = OpsServer(self.config.ops_host, self.config.ops_port, registry=self.registry,
-                                 checks=self.health, info=self.info)
+                                 checks=self.health, info=self.info, pages=self.pages)
         self.state = "running"
         log.info("started", extra=self._fields(event="started", mode=self.config.mode,
                                                inputs=list(self.config.inputs), group_id=self.config.group_id,

@@ -3,7 +3,8 @@
 ``GET /healthz`` answers ``200 {"status": "ok", ...}`` when every dependency is up and
 ``503 {"status": "degraded", "down": ["redis"], ...}`` naming each one that is not (Kafka, and the
 step's own: Redis for the online writer, the output directory for the offline writer, ...).
-``GET /metrics`` is the Prometheus text format of the process's registry.
+``GET /metrics`` is the Prometheus text format of the process's registry. A service may add pages of its
+own (the monitor's live dashboard at ``/dashboard``): each a path and a function that returns the HTML.
 
 Example:
     >>> import json, urllib.request
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
@@ -30,6 +31,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make
 from prometheus_client.exposition import ThreadingWSGIServer
 
 Checks = Callable[[], dict[str, str | None]]
+Page = Callable[[], bytes]
 
 
 class RuntimeMetrics:
@@ -62,8 +64,9 @@ class OpsServer:
     """``/healthz`` and ``/metrics`` on ``host:port`` in a daemon thread (port 0: any free port)."""
 
     def __init__(self, host: str, port: int, *, registry: CollectorRegistry, checks: Checks,
-                 info: Callable[[], dict[str, Any]] | None = None) -> None:
+                 info: Callable[[], dict[str, Any]] | None = None, pages: Mapping[str, Page] | None = None) -> None:
         self._metrics = make_wsgi_app(registry)
+        self._pages = dict(pages or {})
         self._checks = checks
         self._info = info or dict
         self._server = make_server(host, port, self._app, ThreadingWSGIServer, handler_class=_Quiet)
@@ -88,8 +91,13 @@ class OpsServer:
             start_response("200 OK" if ok else "503 Service Unavailable",
                            [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
             return [data]
+        if path in self._pages:
+            page = self._pages[path]()
+            start_response("200 OK", [("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(page))),
+                                      ("Cache-Control", "no-store")])
+            return [page]
         start_response("404 Not Found", [("Content-Type", "text/plain")])
-        return [b"not found: try /healthz or /metrics\n"]
+        return [f"not found: try {', '.join(['/healthz', '/metrics', *self._pages])}\n".encode()]
 
     def close(self) -> None:
         self._server.shutdown()

@@ -184,8 +184,9 @@ def _monitor(o: Options, stop: threading.Event) -> Summary:
     from prometheus_client import CollectorRegistry
 
     from events.runtime import Runtime, RuntimeConfig
+    from feedback.live_dashboard import LiveDashboard, LiveMonitorStep
     from feedback.monitors.stream import DecisionMonitor, MonitorConfig
-    from feedback.services.monitor_service import DECISIONS, MonitorServiceConfig, MonitorStep
+    from feedback.services.monitor_service import DECISIONS, MonitorServiceConfig
 
     s = o.settings
     ref = None
@@ -198,8 +199,9 @@ def _monitor(o: Options, stop: threading.Event) -> Summary:
     cfg = MonitorServiceConfig(group_id=_group(s, "pricestream-monitors"))
     rc = RuntimeConfig.model_validate({"name": "monitor", "kafka": s.kafka(), "inputs": (DECISIONS,),
                                        "group_id": cfg.group_id, **o.runtime})
-    stats = Runtime(rc, MonitorStep(monitor, export_every=cfg.export_every), registry=registry,
-                    stop_event=stop).run()
+    live = LiveDashboard(monitor, s.reports_dir / "monitor-live.html")  # GET /dashboard on the ops port
+    step = LiveMonitorStep(monitor, live, export_every=cfg.export_every)
+    stats = Runtime(rc, step, registry=registry, stop_event=stop, pages={"/dashboard": live.page}).run()
     path = monitor.write_dashboard(s.reports_dir / "monitor-live.html") if monitor.n_decisions else None
     return {**asdict(stats), "monitored": monitor.n_decisions, "dashboard": None if path is None else str(path)}
 

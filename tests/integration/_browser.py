@@ -34,9 +34,18 @@ def chromium() -> str:
 
 def render(page: Path, *, timeout_s: float = 120.0) -> Rendered:
     """The DOM after the page's scripts ran, and what they logged to the console."""
+    return _dump(page.resolve().as_uri(), timeout_s)
+
+
+def render_url(url: str, *, timeout_s: float = 120.0) -> Rendered:
+    """:func:`render` of a page a server serves (``http://127.0.0.1:PORT/...``)."""
+    return _dump(url, timeout_s)
+
+
+def _dump(target: str, timeout_s: float) -> Rendered:
     with tempfile.TemporaryDirectory() as profile:
         done = subprocess.run(  # noqa: S603
-            [chromium(), *_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri()],
+            [chromium(), *_FLAGS, f"--user-data-dir={profile}", "--dump-dom", target],
             capture_output=True, text=True, timeout=timeout_s, check=False)
     if done.returncode != 0 or "<html" not in done.stdout.lower():
         msg = f"chromium exited {done.returncode}: {done.stderr[-2000:]}"
