@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, NamedTuple
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,12 @@ from pricestream.commands.common import (
     table,
 )
 from pricestream.settings import Settings
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from feedback.monitors.recalibration import ThresholdRecalibrator
+    from feedback.monitors.stream import DecisionMonitor
 
 monitor_app = new_app("Monitoring of the live pricing loop.")
 evaluate_app = new_app("Offline evaluation of candidate models.")
@@ -91,59 +97,49 @@ def monitor_report(
     out.print(f"dashboard: {path}")
 
 
+_MetricsPort = Annotated[int | None, typer.Option(
+    envvar="PRICESTREAM_MONITOR_METRICS_PORT", min=0, max=65535,
+    help="serve Prometheus /metrics on 127.0.0.1:PORT while running (default: a free port, printed; 0: off)")]
+_Reference = Annotated[str | None, typer.Option(envvar="PRICESTREAM_REFERENCE",
+                                                help="snapshot id for the drift reference")]
+_Until = Annotated[int | None, typer.Option(envvar="PRICESTREAM_MONITOR_UNTIL", min=1,
+                                            help="stop after this many decisions")]
+_MaxIdle = Annotated[float | None, typer.Option(envvar="PRICESTREAM_MONITOR_MAX_IDLE", min=0.5,
+                                                help="stop after this many idle seconds")]
+_Features = Annotated[str | None, typer.Option(envvar="PRICESTREAM_MONITOR_FEATURES",
+                                               help="comma-separated features to watch (default: all)")]
+_Recalibrate = Annotated[bool | None, typer.Option(
+    "--recalibrate/--no-recalibrate", envvar="PRICESTREAM_RECALIBRATE",
+    help="drift alerts move the serving router's thresholds (needs --reference)")]
+
+
 @monitor_app.command("stream")
 def monitor_stream(
-    metrics_port: Annotated[
-        int | None, typer.Option(envvar="PRICESTREAM_MONITOR_METRICS_PORT", min=0, max=65535,
-                                 help="serve Prometheus /metrics on 127.0.0.1:PORT while running (default: a free "
-                                      "port, printed; 0: off)")
-    ] = None,
-    reference: Annotated[
-        str | None, typer.Option(envvar="PRICESTREAM_REFERENCE", help="snapshot id for the drift reference")
-    ] = None,
+    metrics_port: _MetricsPort = None,
+    reference: _Reference = None,
     out_file: Annotated[Path | None, typer.Option("--out", envvar="PRICESTREAM_MONITOR_OUT")] = None,
-    until: Annotated[int | None, typer.Option(envvar="PRICESTREAM_MONITOR_UNTIL", min=1,
-                                              help="stop after this many decisions")] = None,
-    max_idle: Annotated[float | None, typer.Option(envvar="PRICESTREAM_MONITOR_MAX_IDLE", min=0.5,
-                                                   help="stop after this many idle seconds")] = None,
+    until: _Until = None,
+    max_idle: _MaxIdle = None,
     window_hours: Annotated[float, typer.Option(envvar="PRICESTREAM_WINDOW_HOURS", min=0.1)] = 1.0,
     group_id: Annotated[str, typer.Option(envvar="PRICESTREAM_MONITOR_GROUP")] = "pricestream-monitors",
-    features: Annotated[str | None, typer.Option(envvar="PRICESTREAM_MONITOR_FEATURES",
-                                                 help="comma-separated features to watch (default: all)")] = None,
-    recalibrate: Annotated[bool | None, typer.Option(
-        "--recalibrate/--no-recalibrate", envvar="PRICESTREAM_RECALIBRATE",
-        help="drift alerts move the serving router's thresholds (needs --reference)")] = None,
+    features: _Features = None,
+    recalibrate: _Recalibrate = None,
 ) -> None:
     """Live monitors over ``pricing.decisions``: Prometheus metrics while running, an HTML dashboard on exit.
 
     Runs until Ctrl-C / SIGTERM, ``--until`` decisions or ``--max-idle`` seconds without any.
     """
-    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client import CollectorRegistry
 
     from events.admin import create_topics
-    from events.catalog import ALL_FEATURES
     from events.topics import TOPICS
     from feedback.monitors.stream import DecisionMonitor, MonitorConfig, MonitorStream
 
-    watched = ALL_FEATURES if features is None else tuple(f.strip() for f in features.split(",") if f.strip())
-    unknown = sorted(set(watched) - set(ALL_FEATURES))
-    if unknown or not watched:
-        fail(f"--features: got {unknown or features!r}, expected names from {list(ALL_FEATURES)}")
+    watched = _watched(features)
     s = settings()
-    if metrics_port is None:  # no fixed default: 9464 was the trainer's ops port under `pricestream run`
-        from infra.flink_cluster import free_port
-
-        metrics_port = free_port()
-    ensure_bindable("127.0.0.1", metrics_port, what="monitor stream --metrics-port")
-    create_topics(s.kafka(), [TOPICS["pricing.decisions"], TOPICS["pricing.decisions.dlq"]])
     registry = CollectorRegistry()
-    if metrics_port:
-        try:
-            server, _ = start_http_server(metrics_port, addr="127.0.0.1", registry=registry)
-        except OSError as exc:
-            raise bind_error(exc, "127.0.0.1", metrics_port, what="monitor stream --metrics-port") from exc
-        metrics_port = int(server.server_port)
-        err.print(f"metrics on http://127.0.0.1:{metrics_port}/metrics")
+    _serve_metrics(metrics_port, registry)
+    create_topics(s.kafka(), [TOPICS["pricing.decisions"], TOPICS["pricing.decisions.dlq"]])
     ref = None
     if reference is not None:
         from features.snapshots import load_snapshot
@@ -152,19 +148,55 @@ def monitor_stream(
     window = timedelta(hours=window_hours)
     config = MonitorConfig(window=window, staleness=window, features=watched,
                            update_requests=s.registry() / "update_requests.jsonl")  # drift alarms ask the trainer
-    recalibrator = None
-    if recalibrate if recalibrate is not None else s.recalibrate:
-        from feedback.monitors.recalibration import RecalibrationConfig, ThresholdRecalibrator
-        from routing.threshold_state import ThresholdStore
-
-        recalibrator = ThresholdRecalibrator(
-            RecalibrationConfig(enabled=True, cooldown=timedelta(seconds=s.recalibrate_cooldown_s)),
-            store=ThresholdStore(s.router_thresholds()))
-        err.print(f"drift alerts recalibrate the router thresholds in {s.router_thresholds()}")
+    recalibrator = _recalibrator(s) if (recalibrate if recalibrate is not None else s.recalibrate) else None
     monitor = DecisionMonitor(config, registry=registry, reference=ref, recalibrator=recalibrator)
     with stoppable() as stop, MonitorStream(s.kafka(), monitor, group_id=group_id) as stream:
         n = stream.run(stop=stop, until=until, idle_timeout_s=max_idle)
     path = monitor.write_dashboard(out_file or s.reports_dir / "monitor-live.html")
+    _print_monitor_summary(monitor, n, recalibrator)
+    out.print(f"dashboard: {path}")
+
+
+def _watched(features: str | None) -> tuple[str, ...]:
+    """The features ``--features`` names (all by default); stops naming the unknown ones."""
+    from events.catalog import ALL_FEATURES
+
+    watched = ALL_FEATURES if features is None else tuple(f.strip() for f in features.split(",") if f.strip())
+    unknown = sorted(set(watched) - set(ALL_FEATURES))
+    if unknown or not watched:
+        fail(f"--features: got {unknown or features!r}, expected names from {list(ALL_FEATURES)}")
+    return tuple(watched)
+
+
+def _serve_metrics(port: int | None, registry: CollectorRegistry) -> None:
+    """``/metrics`` of ``registry`` on 127.0.0.1:``port`` (None: a free port; 0: none); prints where."""
+    from prometheus_client import start_http_server
+
+    if port is None:  # no fixed default: 9464 was the trainer's ops port under `pricestream run`
+        from infra.flink_cluster import free_port
+
+        port = free_port()
+    ensure_bindable("127.0.0.1", port, what="monitor stream --metrics-port")
+    if not port:
+        return
+    try:
+        server, _ = start_http_server(port, addr="127.0.0.1", registry=registry)
+    except OSError as exc:
+        raise bind_error(exc, "127.0.0.1", port, what="monitor stream --metrics-port") from exc
+    err.print(f"metrics on http://127.0.0.1:{int(server.server_port)}/metrics")
+
+
+def _recalibrator(s: Settings) -> ThresholdRecalibrator:
+    """Drift alerts move the serving router's thresholds (in the settings' router state file)."""
+    from feedback.monitors.recalibration import RecalibrationConfig, ThresholdRecalibrator
+    from routing.threshold_state import ThresholdStore
+
+    err.print(f"drift alerts recalibrate the router thresholds in {s.router_thresholds()}")
+    config = RecalibrationConfig(enabled=True, cooldown=timedelta(seconds=s.recalibrate_cooldown_s))
+    return ThresholdRecalibrator(config, store=ThresholdStore(s.router_thresholds()))
+
+
+def _print_monitor_summary(monitor: DecisionMonitor, n: int, recalibrator: ThresholdRecalibrator | None) -> None:
     tiers, _ = monitor.shares()
     report = monitor.coverage_report()
     worst = ""
@@ -177,7 +209,6 @@ def monitor_stream(
         moved = "; ".join(f"{p.thresholds.rules_below:.3f}/{p.thresholds.heavy_above:.3f} ({p.reason})"
                           for p in recalibrator.published)
         out.print(f"recalibrations: {len(recalibrator.published)}{': ' + moved if moved else ''}")
-    out.print(f"dashboard: {path}")
 
 
 def _report_features(s: Settings, decisions: Path | None, decided: pd.DataFrame, now: datetime
