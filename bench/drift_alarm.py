@@ -87,7 +87,7 @@ def replay(reference: pd.DataFrame, live: pd.DataFrame, *, start: datetime, args
     for i, row in enumerate(live.itertuples(index=False), start=1):
         values = row._asdict()
         monitor.update({f: values.get(f) for f in features})
-        if i % args.check_every == 0 and len(monitor.window) >= args.window // 2:
+        if i % args.check_every == 0 and len(monitor.window) >= args.window:  # full windows, as calibrated
             alarm.on_report(monitor.check(at=values["at"]))
             checks += 1
     first = alarm.history[0].at if alarm.history else None
