@@ -14,24 +14,20 @@ Every message names the field, the value and what was expected.
 
 from __future__ import annotations
 
+from events.errors import FieldError
+
 
 class FeedbackError(Exception):
     """Root of every error raised by :mod:`feedback`."""
 
 
-class FeedbackConfigError(FeedbackError, ValueError):
+class FeedbackConfigError(FeedbackError, FieldError):
     """A setting that cannot work (field, value, expectation).
 
     Example:
         >>> str(FeedbackConfigError("budget_per_period", -1, "a positive integer or None"))
         "field 'budget_per_period': got -1, expected a positive integer or None"
     """
-
-    def __init__(self, field: str, value: object, expected: str) -> None:
-        self.field = field
-        self.value = value
-        self.expected = expected
-        super().__init__(f"field {field!r}: got {value!r}, expected {expected}")
 
 
 class LabelJoinError(FeedbackError, ValueError):

@@ -12,23 +12,14 @@ Exception tree::
 
 from __future__ import annotations
 
-from events.errors import EventsError
+from events.errors import EventsError, FieldError
 
 
-class SimulatorError(EventsError, ValueError):
-    """Root of the simulator's errors.
+class SimulatorError(EventsError, FieldError):
+    """Root of the simulator's errors (the field, the value, what was expected instead)."""
 
-    Attributes:
-        field: the offending argument or field.
-        value: the value that was rejected.
-        expected: what was expected instead.
-    """
-
-    def __init__(self, field: str, value: object, expected: str) -> None:
-        self.field = field
-        self.value = value
-        self.expected = expected
-        super().__init__(f"{field}: got {value!r}, expected {expected}")
+    def describe(self) -> str:
+        return f"{self.field}: got {self.value!r}, expected {self.expected}"
 
 
 class UnknownKeyError(SimulatorError, KeyError):

@@ -21,6 +21,8 @@ Example:
 
 from __future__ import annotations
 
+from events.errors import FieldError
+
 
 class PricingError(Exception):
     """Root of every error raised by :mod:`pricing`."""
@@ -48,7 +50,7 @@ class BundleError(PricingError):
     """A model bundle directory cannot be loaded (missing file, bad meta, checksum mismatch)."""
 
 
-class TrainingError(PricingError, ValueError):
+class TrainingError(PricingError, FieldError):
     """A training frame or option cannot be used.
 
     Attributes:
@@ -57,21 +59,9 @@ class TrainingError(PricingError, ValueError):
         expected: what training needs.
     """
 
-    def __init__(self, field: str, value: object, expected: str) -> None:
-        self.field = field
-        self.value = value
-        self.expected = expected
-        super().__init__(f"field {field!r}: got {value!r}, expected {expected}")
 
-
-class QuoteError(PricingError, ValueError):
+class QuoteError(PricingError, FieldError):
     """A quote was requested with bounds that no price can satisfy."""
-
-    def __init__(self, field: str, value: object, expected: str) -> None:
-        self.field = field
-        self.value = value
-        self.expected = expected
-        super().__init__(f"field {field!r}: got {value!r}, expected {expected}")
 
 
 class FeatureStoreUnavailable(PricingError):

@@ -16,12 +16,14 @@ Example:
 
 from __future__ import annotations
 
+from events.errors import FieldError
+
 
 class RoutingError(Exception):
     """Root of every error raised by :mod:`routing`."""
 
 
-class RoutingInputError(RoutingError, ValueError):
+class RoutingInputError(RoutingError, FieldError):
     """A value breaks a contract.
 
     Attributes:
@@ -29,12 +31,6 @@ class RoutingInputError(RoutingError, ValueError):
         value: the rejected value.
         expected: what was expected there.
     """
-
-    def __init__(self, field: str, value: object, expected: str) -> None:
-        self.field = field
-        self.value = value
-        self.expected = expected
-        super().__init__(f"field {field!r}: got {value!r}, expected {expected}")
 
 
 class CalibrationError(RoutingError):
