@@ -217,6 +217,9 @@ class DeliverySettings(BaseModel):
     """Outcomes per arm before the sequential gate may decide; it waits below this."""
     rollout_max_outcomes: int | None = Field(default=None, ge=2)
     """Candidate outcomes after which an undecided rollout ends and the live model stays (``None``: no end)."""
+    rollout_margin: float = Field(default=0.0, ge=0.0, lt=1.0)
+    """The sequential gate's non-inferiority margin, a share of the incumbent's net value per request: promote
+    once a loss beyond it is ruled out (0: only a candidate shown better; ``delivery.sequential``)."""
     rollout_pair_share: float = Field(default=0.05, ge=0.0, le=1.0)
     """Share of canary/blend requests also priced by the other arm (the paired evidence of the price gates)."""
     control_plane: Literal["files", "kafka"] = "files"

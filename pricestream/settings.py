@@ -276,7 +276,7 @@ class Settings(BaseSettings, StackSettings, StoreSettings, ServingSettings, Audi
 
         return SequentialConfig(alpha=self.rollout_alpha, mixture_sd=self.rollout_mixture_sd,
                                 min_outcomes=self.rollout_min_outcomes,
-                                max_outcomes=self.rollout_max_outcomes)
+                                max_outcomes=self.rollout_max_outcomes, margin=self.rollout_margin)
 
     def features(self) -> FeaturesConfig:
         """Feature-store settings (Feast project, Redis, offline store, snapshots) under the data dir."""

@@ -195,7 +195,9 @@ def _monitor(o: Options, stop: threading.Event) -> Summary:
 
         ref = load_snapshot(s.snapshots(), o.reference)
     registry = CollectorRegistry()
-    monitor = DecisionMonitor(MonitorConfig(), registry=registry, reference=ref)
+    # a drift alarm asks the trainer for an update (the trainer service reads the requests file)
+    config = MonitorConfig(update_requests=s.registry() / "update_requests.jsonl")
+    monitor = DecisionMonitor(config, registry=registry, reference=ref)
     cfg = MonitorServiceConfig(group_id=_group(s, "pricestream-monitors"))
     rc = RuntimeConfig.model_validate({"name": "monitor", "kafka": s.kafka(), "inputs": (DECISIONS,),
                                        "group_id": cfg.group_id, **o.runtime})
