@@ -33,6 +33,7 @@ from typing import Any, TypeAlias
 import pandas as pd
 from pydantic import BaseModel
 
+from events.models import PricingDecision
 from feedback.monitors.errors import MonitorInputError
 
 DEFAULT_REL_TOL = 1e-6
@@ -73,6 +74,17 @@ def input_hash(
     payload = json.dumps({"request": _canonical(body), "features": _canonical(dict(features))}, sort_keys=True,
                          default=str, separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+DECISION_REQUEST_FIELDS = ("hotel_id", "room_type", "stay_date", "channel")
+"""The request fields a decision carries: with its features and day, what makes two inputs identical."""
+
+
+def decision_input_hash(decision: PricingDecision) -> str:
+    """:func:`input_hash` of the request a decision answered and the features it read (its ids and time of day
+    left out): two requests priced with identical inputs on one day share it, whoever sent them."""
+    request = {name: getattr(decision, name) for name in DECISION_REQUEST_FIELDS} | {"event_time": decision.event_time}
+    return input_hash(request, decision.features)
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ from feedback.monitors.alarms import AlarmConfig, AlarmRecord, DriftAlarm, Updat
 from feedback.monitors.coverage import CoverageMonitor, CoverageReport
 from feedback.monitors.drift import DriftMonitor, DriftReport
 from feedback.monitors.errors import MonitorInputError
-from feedback.monitors.flips import FlipMonitor, FlipReport, input_hash
+from feedback.monitors.flips import FlipMonitor, FlipReport, decision_input_hash
 from feedback.monitors.metrics import MonitorMetrics
 from feedback.monitors.recalibration import ThresholdRecalibrator
 from pricing.vectorize import CHANNEL_CODES
@@ -72,7 +72,6 @@ STALE_REASON = "stale_features"
 SHADOW_SUFFIX = "-shadow"
 """Suffix of the ``arm`` of a decision priced in the background and never shown (``delivery.rollout``)."""
 
-_REQUEST_FIELDS = ("hotel_id", "room_type", "stay_date", "channel")
 
 REQUEST_DRIFT_FEATURES = ("lead_time_days", "channel_code")
 """Request inputs the drift check watches too, when the reference frame has them (:func:`request_features`)."""
@@ -184,8 +183,7 @@ class DecisionMonitor:
             features = decision.features
             self._coverage.update(decision.hotel_id, features, feature_time=None if stale else decision.event_time,
                                   now=decision.event_time)
-            request = {name: getattr(decision, name) for name in _REQUEST_FIELDS} | {"event_time": decision.event_time}
-            self._flips.update(input_hash(request, features), decision.model_version, decision.price)
+            self._flips.update(decision_input_hash(decision), decision.model_version, decision.price)
             self._tiers[decision.tier] += 1
             self._arms[decision.arm] += 1
             self._latency.setdefault(decision.tier, deque(maxlen=self.config.keep)).append(decision.latency_ms)

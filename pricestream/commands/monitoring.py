@@ -49,7 +49,7 @@ def audit_frame(path: Path) -> pd.DataFrame:
             decision = entry.get("decision") or {}
             rows.append({
                 "time": entry.get("timestamp"), "tier": entry.get("tier"), "latency_ms": entry.get("latency_ms"),
-                "input_sha256": entry.get("input_sha256"), "price": decision.get("price"),
+                "input_sha256": _same_inputs(decision), "price": decision.get("price"),
                 "model_version": decision.get("model_version"), "hotel_id": decision.get("hotel_id"),
                 "room_type": decision.get("room_type"), "stay_date": decision.get("stay_date"),
             })
@@ -57,6 +57,18 @@ def audit_frame(path: Path) -> pd.DataFrame:
                                         "hotel_id", "room_type", "stay_date"])
     frame["time"] = pd.to_datetime(frame["time"], utc=True, format="ISO8601")
     return frame
+
+
+def _same_inputs(decision: Mapping[str, object]) -> str | None:
+    """The decision's request and features, hashed so that identical inputs on one day match (the audit entry's
+    own ``input_sha256`` covers the request's id and time too: no two requests ever share it)."""
+    from events.models import PricingDecision
+    from feedback.monitors.flips import decision_input_hash
+
+    try:
+        return decision_input_hash(PricingDecision.model_validate(decision))
+    except ValueError:
+        return None
 
 
 def tier_shares(frame: pd.DataFrame) -> list[tuple[datetime, dict[str, float]]]:
