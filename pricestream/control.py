@@ -147,7 +147,7 @@ def follow_models(settings: Settings, *, models: BootstrapModels | None = None,
     if follower.state.registry is None and not follower.refused:
         registry = ModelRegistry(settings.registry())
         ensure_models(registry, seed=settings.seed, rows=settings.bootstrap_rows, models=models,
-                      on_progress=on_progress)
+                      on_progress=on_progress, cache_dir=settings.cache_dir)
         publish_registry(settings, registry, change="first replica")
         follower.catch_up(timeout_s=settings.control_catch_up_s)
     if follower.state.registry is None or not follower.state.registry.live:

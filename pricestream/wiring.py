@@ -74,13 +74,14 @@ def ensure_models(
     rows: int,
     models: BootstrapModels | None = None,
     on_progress: Progress | None = None,
+    cache_dir: Path | None = None,
 ) -> tuple[Entry, Entry]:
     """The promoted (light, heavy) pair; trains, registers and promotes a bootstrap pair if one is missing."""
     light, heavy = registry.current("light"), registry.current("heavy")
     if light is not None and heavy is not None:
         return light, heavy
     trained = train_bootstrap(registry, seed=seed, rows=rows, models=models or BootstrapModels(),
-                              on_progress=on_progress)
+                              on_progress=on_progress, cache_dir=cache_dir)
     for version in trained:
         registry.promote(version)
     light, heavy = registry.current("light"), registry.current("heavy")
@@ -97,14 +98,21 @@ def train_bootstrap(
     rows: int,
     models: BootstrapModels,
     on_progress: Progress | None = None,
+    cache_dir: Path | None = None,
 ) -> list[str]:
-    """Train a light and a heavy bundle on the simulator's labelled frame and register both (not promoted)."""
+    """Train a light and a heavy bundle on the simulator's labelled frame and register both (not promoted).
+
+    The frame (features read from simulated events: tens of seconds of CPU) is kept under ``cache_dir`` when given
+    (:func:`cached_frame`), so the next bootstrap of the same size on this machine reads it back.
+    """
     from market import Market, MarketConfig, training_frame
     from pricing.training import train_bundle
 
     market = Market(MarketConfig(hotels=models.hotels, seed=seed))
     start = market.config.start
-    frame = training_frame(market, n=rows, seed=seed, start=start, days=BOOTSTRAP_DAYS)
+    frame = cached_frame(cache_dir, lambda: training_frame(market, n=rows, seed=seed, start=start, days=BOOTSTRAP_DAYS),
+                         key={"hotels": models.hotels, "seed": seed, "rows": rows, "start": start.isoformat(),
+                              "days": BOOTSTRAP_DAYS})
     data_range = (start, start + timedelta(days=BOOTSTRAP_DAYS))
     configs: dict[str, DemandModelConfig] = {
         "light": DemandModelConfig(num_trees=models.light_trees),
@@ -121,6 +129,42 @@ def train_bootstrap(
     if on_progress is not None:
         on_progress("bootstrap models registered", len(configs), len(configs))
     return versions
+
+
+FRAME_SOURCES = ("market", "features/asof.py", "features/replay.py", "events/catalog.py", "events/models.py")
+"""The code a simulated training frame depends on: a cached frame is keyed by its digest too."""
+
+
+def cached_frame(cache_dir: Path | None, build: Callable[[], pd.DataFrame], *, key: dict[str, object]) -> pd.DataFrame:
+    """``build()``, kept as parquet under ``cache_dir/frames`` by ``key`` and the digest of :data:`FRAME_SOURCES`.
+
+    A changed simulator or window code is another key, so a stale frame is never read; ``cache_dir=None`` builds.
+    Written to a temporary file and renamed: processes that bootstrap at once never read half a file.
+    """
+    if cache_dir is None:
+        return build()
+    import hashlib
+    import json
+    import os
+
+    import pandas as pd
+
+    from infra.config import REPO_ROOT
+
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode())
+    for source in FRAME_SOURCES:
+        root = REPO_ROOT / source
+        for path in sorted(root.rglob("*.py")) if root.is_dir() else [root]:
+            digest.update(path.read_bytes())
+    path = cache_dir / "frames" / f"{digest.hexdigest()[:24]}.parquet"
+    if path.exists():
+        return pd.read_parquet(path)
+    frame = build()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    frame.to_parquet(tmp, index=False)
+    tmp.replace(path)
+    return frame
 
 
 def pricer_loader(settings: Settings) -> Callable[[Path], Any]:
@@ -240,7 +284,7 @@ def build_scorer(
     registry: ModelSource = ModelRegistry(settings.registry()) if models_source is None else models_source
     if isinstance(registry, ModelRegistry):
         ensure_models(registry, seed=settings.seed, rows=settings.bootstrap_rows, models=models,
-                      on_progress=on_progress)
+                      on_progress=on_progress, cache_dir=settings.cache_dir)
     if feature_source is None:
         from features.online_source import RedisFeatureSource
 

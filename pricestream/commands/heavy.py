@@ -41,7 +41,7 @@ def heavy_serve(
         from feedback.registry import ModelRegistry
 
         registry = ModelRegistry(s.registry())
-        ensure_models(registry, seed=s.seed, rows=s.bootstrap_rows)
+        ensure_models(registry, seed=s.seed, rows=s.bootstrap_rows, cache_dir=s.cache_dir)
         models = registry
     slot = HeavySlot(models, loader=pricer_loader(s))
     slot.refresh()

@@ -362,7 +362,8 @@ def router_report(
     run_seed = s.seed if seed is None else seed
     with progress_bar("router report", total=4) as bar:
         task = bar.task_ids[0]
-        light_entry, heavy_entry = ensure_models(ModelRegistry(s.registry()), seed=s.seed, rows=s.bootstrap_rows)
+        light_entry, heavy_entry = ensure_models(ModelRegistry(s.registry()), seed=s.seed, rows=s.bootstrap_rows,
+                                                 cache_dir=s.cache_dir)
         rules = RuleSet.load(s.rules_file)
         bar.update(task, description=f"sampling {requests} requests", advance=1)
         replay = ReplayRequests.sample(n=requests, seed=run_seed, hotels=hotels)

@@ -75,7 +75,7 @@ def run(
 
             apply_acls(s.stack(), s.topic_prefix)
             grant_project(s.stack())  # the Redis users' key pattern of this deployment's Feast project
-        ensure_models(ModelRegistry(s.registry()), seed=s.seed, rows=s.bootstrap_rows)  # once, not per process
+        ensure_models(ModelRegistry(s.registry()), seed=s.seed, rows=s.bootstrap_rows, cache_dir=s.cache_dir)  # once
     sup = Supervisor(s.state_dir / RUN_DIR, progs, grace_s=s.grace_s)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}

@@ -1,0 +1,31 @@
+"""The bootstrap's simulated frame is built once per size and code: the next bootstrap reads it back, equal."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pandas as pd
+
+from market import Market, MarketConfig, training_frame
+from pricestream.wiring import cached_frame
+
+
+def test_a_cached_frame_reads_back_equal_and_a_new_key_builds_again(tmp_path: Path) -> None:
+    market = Market(MarketConfig(hotels=2, seed=3, horizon_days=30))
+    calls: list[int] = []
+
+    def build() -> pd.DataFrame:
+        calls.append(1)
+        return training_frame(market, n=120, seed=3, start=market.config.start, days=2)
+
+    key = {"hotels": 2, "seed": 3, "rows": 120}
+    first = cached_frame(tmp_path, build, key=key)
+    again = cached_frame(tmp_path, build, key=key)
+    pd.testing.assert_frame_equal(first, again)
+    assert len(calls) == 1 and len(list((tmp_path / "frames").glob("*.parquet"))) == 1
+    other = cached_frame(tmp_path, build, key={**key, "rows": 121})
+    assert len(calls) == 2 and len(other) == len(first)
+    assert not list((tmp_path / "frames").glob("*.tmp"))
+    assert cached_frame(None, build, key=key).shape == first.shape and len(calls) == 3
+    assert first["event_time"].max() - first["event_time"].min() <= timedelta(days=2)
