@@ -95,6 +95,8 @@ class DemoReport:
     labels: int = 0
     training_examples: int = 0
     model_versions: list[str] = field(default_factory=list)
+    updates: list[str] = field(default_factory=list)
+    """The trainer's updates, oldest first (the registered versions with a parent)."""
     rejections: list[str] = field(default_factory=list)
     state_dir: Path | None = None
     unclean: dict[str, int] = field(default_factory=dict)
@@ -128,8 +130,7 @@ class DemoReport:
         return lines
 
     def _loop_lines(self) -> list[str]:
-        updates = [v for v in self.model_versions[2:]]  # the first two are the bootstrap light and heavy
-        lines = [f"trainer: {len(updates)} updates registered {updates}, {len(self.rejections)} rejected"]
+        lines = [f"trainer: {len(self.updates)} updates registered {self.updates}, {len(self.rejections)} rejected"]
         lines += [f"  rejected update: {reason[:160]}" for reason in self.rejections]
         lines += ["rollouts (simulated time; each step's gates below it):"]
         lines += [f"  {step}" for step in self.log.rollouts] or ["  none started"]
@@ -241,6 +242,7 @@ def _finish(report: DemoReport, run: DemoRun, deployed: DeployedRun, dp: DPOracl
     counts = tally(run)
     report.labels, report.training_examples = counts["labels"], counts["training_examples"]
     report.model_versions, report.rejections = counts["model_versions"], counts["rejections"]
+    report.updates = counts["updates"]
     say("playing the same shoppers in process: static, rules only, the DP oracle")
     rules = RuleSet.from_yaml(run.settings.rules_file.read_text(encoding="utf-8"))
     report.table = compare(run.market, report.nights, seed=seed, rules=rules, dp=dp, pricestream=deployed.nights)
@@ -258,7 +260,7 @@ def _pages(report: DemoReport, run: DemoRun) -> None:
     reference = load_snapshot(run.settings.snapshots(), run.reference)
     report.checks = phase_drift(reference, features, report.phases)
     title = (f"RevPAR per closed night, {report.hotels} hotels: {report.promotions} promotions, "
-             f"{len(report.model_versions) - 2} updates")
+             f"{len(report.updates)} updates")
     report.plot_path, report.csv_path = write_plot(report.table, run.settings.state_dir / "report", title=title)
     report.dashboard_path = write_dashboard(
         run.settings.reports_dir / "monitor.html", audit=run.settings.audit(), features=features,

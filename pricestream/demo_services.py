@@ -170,7 +170,8 @@ def monitor_drift_alerts(run: DemoRun) -> dict[str, float]:
 
 
 def tally(run: DemoRun) -> dict[str, Any]:
-    """Labels and training examples as Kafka holds them (committed, by id), model versions and rejections."""
+    """Labels and training examples as Kafka holds them (committed, by id), model versions (oldest first),
+    the trainer's updates among them (those with a parent) and its rejections."""
     from feedback.services.trainer_service import REJECTIONS
     from pricestream.commands.monitoring import read_records
 
@@ -183,5 +184,7 @@ def tally(run: DemoRun) -> dict[str, Any]:
     reasons = [] if not rejected.exists() else [
         str(json.loads(line).get("reason") or "?") for line in rejected.read_text(encoding="utf-8").splitlines()
         if line.strip()]
+    entries = sorted(run.registry.list(), key=lambda e: e.created_at)
     return {"labels": len(labels), "training_examples": len(examples),
-            "model_versions": [e.version for e in run.registry.list()], "rejections": reasons}
+            "model_versions": [e.version for e in entries], "rejections": reasons,
+            "updates": [e.version for e in entries if e.parent is not None]}

@@ -45,6 +45,9 @@ def test_closed_nights_report_revpar_adr_occupancy_and_the_loop(stack: StackConf
     assert [p.index for p in report.phases] == [1, 2, 3] and sum(p.decisions for p in report.phases) == report.decisions
     assert sum("done" in s and s.startswith("phase ") for s in steps) == PHASES
     assert report.labels > 0 and 0 < report.training_examples <= report.labels
+    # the registry holds the bootstrap light and heavy models and every update the trainer registered
+    assert set(report.updates) <= set(report.model_versions)
+    assert len(report.model_versions) == len(report.updates) + 2
 
     lines = report.summary_lines()
     rows = _revpar_table(lines)
