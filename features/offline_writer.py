@@ -47,6 +47,7 @@ from prometheus_client import CollectorRegistry
 
 from events.catalog import VIEWS
 from events.runtime import BatchContext, Output, Record, Runtime, RuntimeConfig, Step
+from events.runtime.service import run_service, service_config
 from features.config import FeaturesConfig
 from features.history import materialise
 from features.raw_events import EVENTS, date_of, events_table, parse_accepted
@@ -288,9 +289,8 @@ def runtime_config(config: FeaturesConfig, **overrides: object) -> RuntimeConfig
     It reads ``features.v1`` and, when the topic exists, the accepted events (``events_topic``).
     """
     inputs = (config.topic, config.events_topic) if config.events_topic and _exists(config) else (config.topic,)
-    fields: dict[str, Any] = {"name": "offline-writer", "kafka": config.kafka, "inputs": inputs,
-                              "group_id": config.offline_group, "max_batch": config.batch_size}
-    return RuntimeConfig.model_validate(fields | overrides)
+    return service_config({"name": "offline-writer", "kafka": config.kafka, "inputs": inputs,
+                           "group_id": config.offline_group, "max_batch": config.batch_size}, **overrides)
 
 
 def run(
@@ -310,7 +310,7 @@ def run(
     """
     step = OfflineWriteStep(config)
     rc = runtime or runtime_config(config, max_idle_s=max_idle_s, poll_timeout_s=poll_timeout_s)
-    totals = Runtime(rc, step, registry=registry, stop_event=stop_event).run()
+    totals = run_service(Runtime(rc, step, registry=registry, stop_event=stop_event))
     step.stats.polled = totals.consumed
     step.stats.dead_lettered = totals.dead_lettered
     return step.stats

@@ -39,6 +39,7 @@ from redis.cluster import RedisCluster
 from events.catalog import VIEWS
 from events.redact import redact
 from events.runtime import BatchContext, Output, Record, Runtime, RuntimeConfig, Step
+from events.runtime.service import run_service, service_config
 from features.config import FeaturesConfig
 from features.connection import STORE_ERRORS, RedisClient, redis_client, slot_of
 from features.errors import OnlineStoreError
@@ -297,9 +298,8 @@ class OnlineWriteStep(Step[FeatureRow]):
 
 def runtime_config(config: FeaturesConfig, **overrides: object) -> RuntimeConfig:
     """The runtime settings of the online writer (group ``online_group``, at-least-once) plus ``overrides``."""
-    fields: dict[str, Any] = {"name": "online-writer", "kafka": config.kafka, "inputs": (config.topic,),
-                              "group_id": config.online_group, "max_batch": config.batch_size}
-    return RuntimeConfig.model_validate(fields | overrides)
+    return service_config({"name": "online-writer", "kafka": config.kafka, "inputs": (config.topic,),
+                           "group_id": config.online_group, "max_batch": config.batch_size}, **overrides)
 
 
 def run(
@@ -319,7 +319,7 @@ def run(
     registry = registry if registry is not None else CollectorRegistry()
     step = OnlineWriteStep(OnlineWriter(config, registry=registry))
     rc = runtime or runtime_config(config, max_idle_s=max_idle_s, poll_timeout_s=poll_timeout_s)
-    totals = Runtime(rc, step, registry=registry, stop_event=stop_event).run()
+    totals = run_service(Runtime(rc, step, registry=registry, stop_event=stop_event))
     step.stats.polled = totals.consumed
     step.stats.dead_lettered = totals.dead_lettered
     return step.stats

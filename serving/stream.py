@@ -46,6 +46,7 @@ from events.config import KafkaConfig
 from events.errors import EventValidationError
 from events.models import MAX_RECORD_BYTES, PricingDecision, PricingRequest, dumps
 from events.runtime import BatchContext, DeliveryFailed, Output, Record, Runtime, RuntimeConfig, Step
+from events.runtime.service import run_service, service_config
 from pricing.errors import PricingError
 from pricing.pricer import Pricer
 from serving.body import parse_body
@@ -205,12 +206,11 @@ class ScoreStep(Step[PricingRequest]):
 
 def runtime_config(config: StreamScorerConfig, **overrides: object) -> RuntimeConfig:
     """Runtime settings of the stream scorer (at-least-once, group ``group_id``) plus ``overrides``."""
-    fields: dict[str, Any] = {
+    return service_config({
         "name": "serve-stream", "kafka": config.kafka, "inputs": (config.requests_topic,),
         "group_id": config.group_id, "max_batch": config.batch_size, "poll_timeout_s": config.poll_timeout_s,
         "delivery_timeout_s": config.delivery_timeout_s,
-    }
-    return RuntimeConfig.model_validate(fields | overrides)
+    }, **overrides)
 
 
 def run(
@@ -239,7 +239,7 @@ def run(
     rc = runtime or runtime_config(config, max_idle_s=max_idle_s)
     began = time.monotonic()
     try:
-        totals = Runtime(rc, step, registry=registry, stop_event=stop_event).run()
+        totals = run_service(Runtime(rc, step, registry=registry, stop_event=stop_event))
     except DeliveryFailed as exc:
         msg = f"decisions_topic {config.kafka.topic(config.decisions_topic)!r}: {exc}"
         raise StreamScorerError(msg) from exc

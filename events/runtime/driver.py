@@ -78,6 +78,8 @@ class RunStats:
     elapsed_s: float = 0.0
     stopped_by: str = ""
     dead_by_topic: dict[str, int] = field(default_factory=dict)
+    step: dict[str, object] = field(default_factory=dict)
+    """The step's own counters (:meth:`Step.counters`), set by :func:`~events.runtime.service.run_service`."""
 
 
 class _Context:

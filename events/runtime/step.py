@@ -126,3 +126,7 @@ class Step(Generic[T]):
     def describe(self) -> dict[str, Any]:
         """Extra fields for the progress log line."""
         return {}
+
+    def counters(self) -> dict[str, object]:
+        """The step's own totals at the end of a run (:attr:`RunStats.step`); the progress fields by default."""
+        return self.describe()

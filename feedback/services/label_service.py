@@ -77,6 +77,7 @@ from events.runtime import (
     offset_key,
     split_key,
 )
+from events.runtime.service import run_service, service_config
 from feedback.differences import DifferenceCounter, DifferenceRules
 from feedback.labels import LabelJoiner
 from feedback.services.kafka_io import parse_record
@@ -315,12 +316,11 @@ class LabelService(Step[Any]):
 
 def runtime_config(config: LabelServiceConfig, **overrides: Any) -> RuntimeConfig:
     """Runtime settings of the label service (transactional, every partition) plus ``overrides``."""
-    fields: dict[str, Any] = {
+    return service_config({
         "name": "labels", "kafka": config.kafka, "inputs": (DECISIONS, BEHAVIOUR), "group_id": config.group_id,
         "mode": "transactional", "assignment": "all_partitions", "transactional_id": config.transactional_id,
         "max_batch": config.max_batch, "poll_timeout_s": config.poll_timeout_s,
-    }
-    return RuntimeConfig.model_validate(fields | overrides)
+    }, **overrides)
 
 
 def run(
@@ -337,7 +337,7 @@ def run(
     service = LabelService(config, runtime=rc, registry=registry, stop_event=stop_event, counts=counts)
     out = service.totals
     try:
-        totals = service.runtime.run()
+        totals = run_service(service.runtime)
     finally:
         out.differences = service.differences.summary()
     out.batches, out.consumed, out.dead_lettered = totals.batches, totals.consumed, totals.dead_lettered

@@ -31,7 +31,7 @@ import math
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,7 +43,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from events.config import KafkaConfig
 from events.errors import EventValidationError
 from events.models import OutcomeLabel, dumps
-from events.runtime import BatchContext, Checkpoints, Offsets, Output, Record, Runtime, RuntimeConfig, Step
+from events.runtime import BatchContext, Checkpoints, Offsets, Output, Record, RunStats, Runtime, RuntimeConfig, Step
+from events.runtime.service import run_service, service_config
 from feedback.fisher import FisherSampler
 from feedback.online import OnlineDemandModel
 from feedback.registry import ModelRegistry
@@ -95,19 +96,6 @@ class SamplerBatchStats:
     budget_dropped: int = 0
     dead_lettered: int = 0
     sum_weights: float = 0.0
-
-
-@dataclass
-class SamplerRunStats:
-    """Totals of a :func:`run`."""
-
-    batches: int = 0
-    consumed: int = 0
-    selected: int = 0
-    dead_lettered: int = 0
-    elapsed_s: float = 0.0
-    restored_seq: int | None = None
-    models: dict[str, str | None] = field(default_factory=dict)
 
 
 def draw(seed: int, decision_id: str) -> float:
@@ -281,15 +269,18 @@ class SamplerService(Step[OutcomeLabel]):
     def describe(self) -> dict[str, Any]:
         return {"selected": self.selected, "models": self.committee.versions}
 
+    def counters(self) -> dict[str, object]:
+        """Examples selected, the checkpoint restored at start-up and the committee's model versions."""
+        return {"selected": self.selected, "restored_seq": self.restored_seq, "models": self.committee.versions}
+
 
 def runtime_config(config: SamplerServiceConfig, **overrides: Any) -> RuntimeConfig:
     """Runtime settings of the sampler (transactional, every partition of ``feedback.labels``) plus ``overrides``."""
-    fields: dict[str, Any] = {
+    return service_config({
         "name": "sampler", "kafka": config.kafka, "inputs": (LABELS,), "group_id": config.group_id,
         "mode": "transactional", "assignment": "all_partitions", "transactional_id": config.transactional_id,
         "max_batch": config.max_batch, "poll_timeout_s": config.poll_timeout_s,
-    }
-    return RuntimeConfig.model_validate(fields | overrides)
+    }, **overrides)
 
 
 def run(
@@ -299,12 +290,10 @@ def run(
     max_idle_s: float | None = None,
     runtime: RuntimeConfig | None = None,
     registry: CollectorRegistry | None = None,
-) -> SamplerRunStats:
-    """Run the sampler until ``stop_event`` is set or ``feedback.labels`` was idle for ``max_idle_s``."""
+) -> RunStats:
+    """Run the sampler until ``stop_event`` is set or ``feedback.labels`` was idle for ``max_idle_s``.
+
+    Returns the runtime's totals; ``step`` holds :meth:`SamplerService.counters`.
+    """
     rc = runtime or runtime_config(config, max_idle_s=max_idle_s)
-    service = SamplerService(config, runtime=rc, registry=registry, stop_event=stop_event)
-    out = SamplerRunStats(restored_seq=service.restored_seq)
-    totals = service.runtime.run()
-    out.batches, out.consumed, out.dead_lettered = totals.batches, totals.consumed, totals.dead_lettered
-    out.selected, out.elapsed_s, out.models = service.selected, totals.busy_s, service.committee.versions
-    return out
+    return run_service(SamplerService(config, runtime=rc, registry=registry, stop_event=stop_event).runtime)

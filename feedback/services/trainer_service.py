@@ -46,7 +46,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from events.config import KafkaConfig
 from events.errors import EventValidationError
 from events.models import TrainingExample
-from events.runtime import BatchContext, Offsets, Output, Record, Runtime, RuntimeConfig, Step
+from events.runtime import BatchContext, Offsets, Output, Record, RunStats, Runtime, RuntimeConfig, Step
+from events.runtime.service import run_service, service_config
 from feedback.continued import GuardConfig
 from feedback.errors import FeedbackError
 from feedback.hotel_refit import HotelRefitter
@@ -121,13 +122,10 @@ class TrainerBatchStats:
 
 @dataclass
 class TrainerRunStats:
-    """Totals of a :func:`run`."""
+    """The trainer's own totals (a :func:`run`'s ``step`` counters; the runtime counts records and batches)."""
 
-    batches: int = 0
-    consumed: int = 0
     learned: int = 0
     updates: list[UpdateOutcome] = field(default_factory=list)
-    elapsed_s: float = 0.0
 
 
 def example_row(example: TrainingExample) -> dict[str, Any]:
@@ -230,6 +228,10 @@ class TrainerService(Step[TrainingExample]):
         rows, self.buffer = self.buffer, []
         return self.updater.update(rows)
 
+    def counters(self) -> dict[str, object]:
+        """Examples learned and the updates registered (``step`` of :func:`run`'s totals)."""
+        return {"learned": self.totals.learned, "updates": list(self.totals.updates)}
+
     def close(self) -> None:
         self.runtime.close()
 
@@ -278,11 +280,10 @@ class TrainerService(Step[TrainingExample]):
 
 def runtime_config(config: TrainerServiceConfig, **overrides: Any) -> RuntimeConfig:
     """Runtime settings of the trainer (at-least-once, every partition, checkpointed offsets) plus ``overrides``."""
-    fields: dict[str, Any] = {
+    return service_config({
         "name": "trainer", "kafka": config.kafka, "inputs": (EXAMPLES,), "group_id": config.group_id,
         "assignment": "all_partitions", "max_batch": config.max_batch, "poll_timeout_s": config.poll_timeout_s,
-    }
-    return RuntimeConfig.model_validate(fields | overrides)
+    }, **overrides)
 
 
 def run(
@@ -296,17 +297,14 @@ def run(
     on_registered: Callable[[str], str] | None = None,
     models: ModelRegistry | None = None,
     refitter: HotelRefitter | None = None,
-) -> TrainerRunStats:
+) -> RunStats:
     """Run the trainer until ``stop_event`` is set or ``training.examples`` was idle for ``max_idle_s``.
 
     ``on_registered`` (when ``auto_promote`` is off) gets each version that passed the gate and says
     what it did with it (``"promoted"``, or e.g. ``"rollout"``). ``models``, ``refitter``: see
-    :class:`TrainerService`.
+    :class:`TrainerService`. Returns the runtime's totals; ``step`` holds ``learned`` and ``updates``.
     """
     rc = runtime or runtime_config(config, max_idle_s=max_idle_s)
     service = TrainerService(config, snapshot=snapshot, runtime=rc, registry=registry, stop_event=stop_event,
                              on_registered=on_registered, models=models, refitter=refitter)
-    totals = service.runtime.run()
-    out = service.totals
-    out.batches, out.consumed, out.elapsed_s = totals.batches, totals.consumed, totals.busy_s
-    return out
+    return run_service(service.runtime)

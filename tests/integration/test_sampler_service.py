@@ -111,7 +111,8 @@ def test_crash_mid_batch_then_restart_matches_an_uninterrupted_run(stack: object
     clean_kafka, clean_cfg = runs["clean"]
     stats = run(clean_cfg, max_idle_s=3.0)
     assert stats.consumed == N_LABELS
-    assert set(stats.models) == {"light", "heavy", "online"}
+    models = stats.step["models"]
+    assert isinstance(models, dict) and set(models) == {"light", "heavy", "online"}
 
     crash_kafka, crash_cfg = runs["crash"]
     marker = tmp_path / "crashed"
@@ -123,7 +124,7 @@ def test_crash_mid_batch_then_restart_matches_an_uninterrupted_run(stack: object
     assert child.exitcode == 17
     assert int(marker.read_text(encoding="utf-8")) > 0  # the dead batch had produced examples
     resumed = run(crash_cfg, max_idle_s=3.0)
-    assert resumed.restored_seq == 1
+    assert resumed.step["restored_seq"] == 1
     assert resumed.consumed == N_LABELS - 40
 
     clean = _examples(clean_kafka)
