@@ -17,13 +17,15 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TypeVar
 
 from events.runtime.config import RuntimeConfig
 from events.runtime.driver import RunStats, Runtime
 
+T = TypeVar("T")
 
-def service_config(fields: Mapping[str, Any], /, **overrides: Any) -> RuntimeConfig:
+
+def service_config(fields: Mapping[str, object], /, **overrides: object) -> RuntimeConfig:
     """``fields`` (the service's runtime settings) with ``overrides`` on top, validated.
 
     Raises:
@@ -32,7 +34,7 @@ def service_config(fields: Mapping[str, Any], /, **overrides: Any) -> RuntimeCon
     return RuntimeConfig.model_validate({**fields, **overrides})
 
 
-def run_service(runtime: Runtime[Any]) -> RunStats:
+def run_service(runtime: Runtime[T]) -> RunStats:
     """Run ``runtime`` to the end (stop or idle) and return its totals with ``step`` = the step's counters.
 
     The counters are read even when the run raises, so a caller's ``finally`` sees them.
