@@ -8,11 +8,16 @@ ARG BASE=localhost/pricestream-base:bookworm
 
 FROM ${BASE} AS build
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+# CAs the building host added locally (a corporate or sandbox TLS proxy in front of PyPI and Maven Central;
+# `make image` copies /usr/local/share/ca-certificates/*.crt here): trusted in this stage only
+COPY .build/ca/ /usr/local/share/ca-certificates/
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends python3 python3-venv python3-dev build-essential \
-       openjdk-17-jdk-headless maven ca-certificates \
+       openjdk-17-jdk-headless maven ca-certificates ca-certificates-java \
+    && update-ca-certificates \
     && rm -rf /var/lib/apt/lists/*
+ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY infra/requirements.lock infra/requirements.lock
@@ -31,13 +36,15 @@ COPY pricestream pricestream
 RUN python3 -m venv /opt/pricestream/venv \
     && /opt/pricestream/venv/bin/pip install --no-cache-dir -c infra/requirements.lock . \
     && PRICESTREAM_CACHE_DIR=/opt/pricestream/cache /opt/pricestream/venv/bin/python -c \
-       "from infra import jars; from infra.config import StackConfig; c = StackConfig(); jars.resolve_all(c); jars.build_udf(c)"
+       "from infra import jars; from infra.config import StackConfig; c = StackConfig(); jars.resolve_all(c); jars.build_udf(c)" \
+    && PRICESTREAM_CACHE_DIR=/opt/pricestream/cache /opt/pricestream/venv/bin/python -c \
+       "from pricestream.settings import Settings; from pricestream.wiring import bootstrap_frame; s = Settings(); bootstrap_frame(seed=s.seed, rows=s.bootstrap_rows, cache_dir=s.cache_dir)"
 
 FROM ${BASE}
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends python3 openjdk-17-jre-headless ca-certificates \
+    && apt-get install -y --no-install-recommends python3 openjdk-17-jre-headless ca-certificates libgomp1 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --uid 10001 --create-home --home-dir /var/lib/pricestream pricestream
 COPY --from=build /opt/pricestream /opt/pricestream

@@ -44,10 +44,12 @@ image-base:
 	@bash infra/image_base.sh $(BASE_IMAGE)
 
 image: image-base
+	@rm -rf .build/ca && mkdir -p .build/ca && echo "local CAs of the building host" > .build/ca/README
+	@cp /usr/local/share/ca-certificates/*.crt .build/ca/ 2>/dev/null || true
 	$(PODMAN) build --build-arg BASE=$(BASE_IMAGE) -t $(IMAGE) .
 
 image-check: image
 	$(PODMAN) run --rm $(IMAGE) --help
-	$(PODMAN) run --rm --network host -e PRICESTREAM_HTTP_PORT=18765 -e PRICESTREAM_BOOTSTRAP_ROWS=500 \
+	$(PODMAN) run --rm --network host -e PRICESTREAM_HTTP_PORT=18765 \
 	  -e PRICESTREAM_AUDIT=false --entrypoint bash $(IMAGE) -c \
 	  'pricestream serve & for i in $$(seq 120); do python3 -c "import urllib.request; urllib.request.urlopen(\"http://127.0.0.1:18765/healthz\", timeout=2)" && exit 0; sleep 2; done; exit 1'

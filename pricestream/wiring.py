@@ -105,14 +105,11 @@ def train_bootstrap(
     The frame (features read from simulated events: tens of seconds of CPU) is kept under ``cache_dir`` when given
     (:func:`cached_frame`), so the next bootstrap of the same size on this machine reads it back.
     """
-    from market import Market, MarketConfig, training_frame
+    from market import Market, MarketConfig
     from pricing.training import train_bundle
 
-    market = Market(MarketConfig(hotels=models.hotels, seed=seed))
-    start = market.config.start
-    frame = cached_frame(cache_dir, lambda: training_frame(market, n=rows, seed=seed, start=start, days=BOOTSTRAP_DAYS),
-                         key={"hotels": models.hotels, "seed": seed, "rows": rows, "start": start.isoformat(),
-                              "days": BOOTSTRAP_DAYS})
+    start = Market(MarketConfig(hotels=models.hotels, seed=seed)).config.start
+    frame = bootstrap_frame(seed=seed, rows=rows, hotels=models.hotels, cache_dir=cache_dir)
     data_range = (start, start + timedelta(days=BOOTSTRAP_DAYS))
     configs: dict[str, DemandModelConfig] = {
         "light": DemandModelConfig(num_trees=models.light_trees),
@@ -131,6 +128,22 @@ def train_bootstrap(
     return versions
 
 
+def bootstrap_frame(*, seed: int, rows: int, hotels: int = BOOTSTRAP_HOTELS, cache_dir: Path | None = None
+                    ) -> pd.DataFrame:
+    """The labelled frame the bootstrap models train on: ``rows`` simulated requests over :data:`BOOTSTRAP_DAYS`
+    with the features read from the simulated events (kept under ``cache_dir``, :func:`cached_frame`).
+
+    The image builds the default one at build time, so a container's first ``serve`` reads it back.
+    """
+    from market import Market, MarketConfig, training_frame
+
+    market = Market(MarketConfig(hotels=hotels, seed=seed))
+    start = market.config.start
+    return cached_frame(cache_dir, lambda: training_frame(market, n=rows, seed=seed, start=start, days=BOOTSTRAP_DAYS),
+                        key={"hotels": hotels, "seed": seed, "rows": rows, "start": start.isoformat(),
+                             "days": BOOTSTRAP_DAYS})
+
+
 FRAME_SOURCES = ("market", "features/asof.py", "features/replay.py", "events/catalog.py", "events/models.py")
 """The code a simulated training frame depends on: a cached frame is keyed by its digest too."""
 
@@ -145,6 +158,7 @@ def cached_frame(cache_dir: Path | None, build: Callable[[], pd.DataFrame], *, k
         return build()
     import hashlib
     import json
+    import logging
     import os
 
     import pandas as pd
@@ -160,10 +174,13 @@ def cached_frame(cache_dir: Path | None, build: Callable[[], pd.DataFrame], *, k
     if path.exists():
         return pd.read_parquet(path)
     frame = build()
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    frame.to_parquet(tmp, index=False)
-    tmp.replace(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        frame.to_parquet(tmp, index=False)
+        tmp.replace(path)
+    except OSError as exc:  # a read-only cache (an image's) costs the next start a rebuild, nothing else
+        logging.getLogger(__name__).warning("training frame not cached in %s: %s", path.parent, exc)
     return frame
 
 

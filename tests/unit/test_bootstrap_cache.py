@@ -29,3 +29,10 @@ def test_a_cached_frame_reads_back_equal_and_a_new_key_builds_again(tmp_path: Pa
     assert not list((tmp_path / "frames").glob("*.tmp"))
     assert cached_frame(None, build, key=key).shape == first.shape and len(calls) == 3
     assert first["event_time"].max() - first["event_time"].min() <= timedelta(days=2)
+
+
+def test_a_cache_that_cannot_be_written_costs_a_rebuild_not_a_failure(tmp_path: Path) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    frame = cached_frame(blocked, lambda: pd.DataFrame({"x": [1, 2]}), key={"k": 1})
+    assert list(frame["x"]) == [1, 2]
