@@ -229,11 +229,9 @@ def newest_training_snapshot(s: Settings) -> Snapshot:
 def _bootstrap_snapshot(s: Settings) -> Snapshot:
     from features.snapshots import freeze
     from feedback.services.trainer_service import Snapshot
-    from market import Market, MarketConfig, training_frame
-    from pricestream.wiring import BOOTSTRAP_DAYS, BootstrapModels
+    from pricestream.wiring import BootstrapModels, bootstrap_frame
 
-    market = Market(MarketConfig(hotels=BootstrapModels().hotels, seed=s.seed))
-    frame = training_frame(market, n=s.bootstrap_rows, seed=s.seed, start=market.config.start, days=BOOTSTRAP_DAYS)
+    frame = bootstrap_frame(seed=s.seed, rows=s.bootstrap_rows, hotels=BootstrapModels().hotels, cache_dir=s.cache_dir)
     frozen = frame.drop(columns=["true_prob"], errors="ignore").rename(columns={"event_time": "event_timestamp"})
     manifest = freeze(frozen, root=s.snapshots(), as_of=datetime.now(tz=UTC), definitions_hash="simulator-bootstrap")
     return Snapshot(manifest.id, frame.drop(columns=["true_prob"], errors="ignore"))
