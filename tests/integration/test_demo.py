@@ -91,7 +91,9 @@ def _first_line_is_revpar_against_static(first: str, rows: dict[tuple[str, str],
     assert match is not None, first
     mine, static, change = (float(g) for g in match.groups())
     assert mine == rows[("total", "pricestream")][5] and static == rows[("total", "static")][5]
-    assert change == round((mine / static - 1) * 100, 1) or abs(change - (mine / static - 1) * 100) < 0.06
+    # the change is printed to 0.1 from unrounded RevPARs; the RevPARs printed to 0.01 move it by up to this too
+    slack = 0.05 + 100 * 0.005 * (1 / static + mine / static**2) + 1e-9
+    assert abs(change - (mine / static - 1) * 100) <= slack, (change, mine, static)
 
 
 def _every_counted_night_closed(report: DemoReport) -> None:
