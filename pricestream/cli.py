@@ -29,6 +29,7 @@ from pricestream.commands import market as market_cmd
 from pricestream.commands import models as models_cmd
 from pricestream.commands import overbooking as overbooking_cmd
 from pricestream.commands import reports as reports_cmd
+from pricestream.commands import router as router_cmd
 from pricestream.commands import run as run_cmd
 from pricestream.commands import services as services_cmd
 from pricestream.commands import simulate as simulate_cmd
@@ -67,7 +68,7 @@ app.add_typer(models_cmd.models_app, name="models")
 app.add_typer(models_cmd.rollout_app, name="rollout")
 app.add_typer(reports_cmd.monitor_app, name="monitor")
 app.add_typer(reports_cmd.evaluate_app, name="evaluate")
-app.add_typer(reports_cmd.router_app, name="router")
+app.add_typer(router_cmd.router_app, name="router")
 app.add_typer(services_cmd.app, name="services")
 app.command("run")(run_cmd.run)
 app.add_typer(market_cmd.app, name="market")
