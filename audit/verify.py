@@ -88,44 +88,61 @@ def verify(path: str | Path, *, key: AuditKey = None, anchors: str | Path | None
     anchor_file = Path(anchors) if anchors is not None else anchors_path(path)
     anchored = read_anchors(anchor_file, mac_key)
     sources = [(str(anchor_file), anchored), *([remote] if remote is not None else [])]
+    broken, (position, prev, stamp) = _walk(path, mac_key, head, sources)
+    if broken is not None:
+        return broken
+    reason, bad = _end_problem(position, head, head_error, sources)
+    if not reason and position and not anchored.count:
+        reason, bad = (f"no anchor in {anchor_file} for a log of {position} entries: anchor file deleted "
+                       "(or the log was copied without it)"), 1
+    return VerifyResult(not reason, bad, reason, position, position, prev, stamp)
+
+
+_Tail = tuple[int, str, str | None]  # (position, hash, timestamp) of the last intact entry
+
+
+def _walk(path: Path, key: bytes, head: tuple[int, str] | None,
+          sources: list[tuple[str, Anchors]]) -> tuple[VerifyResult | None, _Tail]:
+    """Check every entry against the chain, the head and the anchors: the first broken one, or None."""
     prev, position, stamp = GENESIS_HASH, 0, None
     with path.open("rb") as handle:  # binary: lines end at b"\n" only
         for position, raw in enumerate(handle, start=1):
-            entry, reason = _check_entry(position, raw.removesuffix(b"\n"), prev, mac_key)
+            entry, reason = _check_entry(position, raw.removesuffix(b"\n"), prev, key)
             if entry is None:
                 torn = not raw.endswith(b"\n")
                 if torn:
                     reason = (f"torn last line ({len(raw)} bytes, no newline): a write cut short by a crash; "
                               "`pricestream audit repair` cuts it off")
-                return VerifyResult(False, position, reason, position - 1, position - 1, prev, stamp, torn)
+                return (VerifyResult(False, position, reason, position - 1, position - 1, prev, stamp, torn),
+                        (position, prev, stamp))
             prev, stamp = str(entry["hash"]), entry.get("timestamp")
             if head is not None and position == head[0] and prev != head[1]:
-                return VerifyResult(False, position, "entry hash differs from the head record", position,
-                                    position, prev, stamp)
+                return (VerifyResult(False, position, "entry hash differs from the head record", position,
+                                     position, prev, stamp), (position, prev, stamp))
             for where, source in sources:
                 if source.by_seq.get(position, prev) != prev:
-                    return VerifyResult(False, position, f"entry hash differs from its anchor in {where}",
-                                        position, position, prev, stamp)
+                    return (VerifyResult(False, position, f"entry hash differs from its anchor in {where}",
+                                         position, position, prev, stamp), (position, prev, stamp))
+    return None, (position, prev, stamp)
+
+
+def _end_problem(position: int, head: tuple[int, str] | None, head_error: str,
+                 sources: list[tuple[str, Anchors]]) -> tuple[str, int | None]:
+    """What the head and the anchors say is wrong once every entry checked out: (reason, first bad seq)."""
     if head is not None and head[0] > position:
-        reason = f"log ends at seq {position} but the head records seq {head[0]}: entries removed from the end"
-        return VerifyResult(False, position + 1, reason, position, position, prev, stamp)
+        return (f"log ends at seq {position} but the head records seq {head[0]}: entries removed from the end",
+                position + 1)
     for where, source in sources:
         if source.last_seq > position:
-            reason = (f"log ends at seq {position} but {where} anchors seq {source.last_seq}: "
-                      "entries removed from the end")
-            return VerifyResult(False, position + 1, reason, position, position, prev, stamp)
+            return (f"log ends at seq {position} but {where} anchors seq {source.last_seq}: "
+                    "entries removed from the end"), position + 1
     if head_error:
-        return VerifyResult(False, None, head_error, position, position, prev, stamp)
+        return head_error, None
     for _, source in sources:
         if source.error:
             bad = source.error_after_seq + 1
-            return VerifyResult(False, bad, f"{source.error}; entries from seq {bad} lost their anchor",
-                                position, position, prev, stamp)
-    if position and not anchored.count:
-        reason = (f"no anchor in {anchor_file} for a log of {position} entries: anchor file deleted "
-                  "(or the log was copied without it)")
-        return VerifyResult(False, 1, reason, position, position, prev, stamp)
-    return VerifyResult(True, None, "", position, position, prev, stamp)
+            return f"{source.error}; entries from seq {bad} lost their anchor", bad
+    return "", None
 
 
 def _read_head(path: Path, key: bytes) -> tuple[tuple[int, str] | None, str]:
