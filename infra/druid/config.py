@@ -22,7 +22,7 @@ Every process binds ``host`` only (loopback by default, as Kafka and Redis do): 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
@@ -169,68 +169,74 @@ def _processing(s: DruidSettings, service: str) -> dict[str, str]:
     }
 
 
+def _coordinator(s: DruidSettings) -> dict[str, str]:
+    # Short periods: at demo scale we want hand-off and new datasources visible in seconds.
+    return _props(
+        druid__service="druid/coordinator",
+        druid__coordinator__startDelay="PT5S",
+        druid__coordinator__period="PT5S",
+        druid__manager__segments__pollDuration="PT5S",
+        druid__coordinator__asOverlord__enabled="true",
+        druid__coordinator__asOverlord__overlordService="druid/overlord",
+        druid__indexer__queue__startDelay="PT1S",
+        druid__indexer__storage__type="metadata",
+        druid__indexer__runner__type="httpRemote",
+    )
+
+
+def _broker(s: DruidSettings) -> dict[str, str]:
+    return _processing(s, "broker") | _props(
+        druid__service="druid/broker",
+        druid__broker__http__numConnections=5,
+        druid__broker__cache__useCache="false",
+        druid__broker__cache__populateCache="false",
+        druid__sql__planner__metadataRefreshPeriod="PT5S",
+    )
+
+
+def _historical(s: DruidSettings) -> dict[str, str]:
+    cache = [{"path": str(s.state_dir / "var" / "segment-cache"), "maxSize": "10g"}]
+    return _processing(s, "historical") | _props(
+        druid__service="druid/historical",
+        druid__segmentCache__locations=json.dumps(cache),
+        druid__server__maxSize="10g",
+    )
+
+
+def _indexer(s: DruidSettings) -> dict[str, str]:
+    var = s.state_dir / "var"
+    return _processing(s, "indexer") | _props(
+        druid__service="druid/indexer",
+        druid__worker__capacity=s.worker_capacity,
+        druid__indexer__task__baseTaskDir=var / "task",
+        druid__indexer__task__hadoopWorkingPath=var / "hadoop-tmp",
+        druid__indexer__task__restoreTasksOnRestart="true",
+    )
+
+
+def _router(s: DruidSettings) -> dict[str, str]:
+    return _props(
+        druid__service="druid/router",
+        druid__router__defaultBrokerServiceName="druid/broker",
+        druid__router__coordinatorServiceName="druid/coordinator",
+        druid__router__managementProxy__enabled="true",
+        druid__router__http__numConnections=10,
+    )
+
+
+_SERVICE_PROPS: dict[str, Callable[[DruidSettings], dict[str, str]]] = {
+    "coordinator": _coordinator, "broker": _broker, "historical": _historical, "indexer": _indexer,
+    "router": _router,
+}
+
+
 def service_properties(s: DruidSettings, service: Service) -> dict[str, str]:
     """``<service>/runtime.properties`` for one Druid server."""
-    var = s.state_dir / "var"
-    base = {"druid.plaintextPort": str(getattr(s.ports, service))}
-    if service == "coordinator":
-        # Short periods: at demo scale we want hand-off and new datasources visible in seconds.
-        return base | _props(
-            druid__service="druid/coordinator",
-            druid__coordinator__startDelay="PT5S",
-            druid__coordinator__period="PT5S",
-            druid__manager__segments__pollDuration="PT5S",
-            druid__coordinator__asOverlord__enabled="true",
-            druid__coordinator__asOverlord__overlordService="druid/overlord",
-            druid__indexer__queue__startDelay="PT1S",
-            druid__indexer__storage__type="metadata",
-            druid__indexer__runner__type="httpRemote",
-        )
-    if service == "broker":
-        return (
-            base
-            | _processing(s, service)
-            | _props(
-                druid__service="druid/broker",
-                druid__broker__http__numConnections=5,
-                druid__broker__cache__useCache="false",
-                druid__broker__cache__populateCache="false",
-                druid__sql__planner__metadataRefreshPeriod="PT5S",
-            )
-        )
-    if service == "historical":
-        cache = [{"path": str(var / "segment-cache"), "maxSize": "10g"}]
-        return (
-            base
-            | _processing(s, service)
-            | _props(
-                druid__service="druid/historical",
-                druid__segmentCache__locations=json.dumps(cache),
-                druid__server__maxSize="10g",
-            )
-        )
-    if service == "indexer":
-        return (
-            base
-            | _processing(s, service)
-            | _props(
-                druid__service="druid/indexer",
-                druid__worker__capacity=s.worker_capacity,
-                druid__indexer__task__baseTaskDir=var / "task",
-                druid__indexer__task__hadoopWorkingPath=var / "hadoop-tmp",
-                druid__indexer__task__restoreTasksOnRestart="true",
-            )
-        )
-    if service == "router":
-        return base | _props(
-            druid__service="druid/router",
-            druid__router__defaultBrokerServiceName="druid/broker",
-            druid__router__coordinatorServiceName="druid/coordinator",
-            druid__router__managementProxy__enabled="true",
-            druid__router__http__numConnections=10,
-        )
-    msg = f"service {service!r} has no runtime.properties; expected one of {DRUID_SERVICES}"
-    raise ValueError(msg)
+    props = _SERVICE_PROPS.get(service)
+    if props is None:
+        msg = f"service {service!r} has no runtime.properties; expected one of {DRUID_SERVICES}"
+        raise ValueError(msg)
+    return {"druid.plaintextPort": str(getattr(s.ports, service))} | props(s)
 
 
 def direct_memory_mb(s: DruidSettings, service: str) -> int:
