@@ -54,9 +54,7 @@ Example:
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -70,12 +68,11 @@ from delivery import (
     Evidence,
     RolloutController,
     RolloutState,
-    ShadowRecord,
-    ShadowRunner,
     Stage,
     hash_unit,
 )
-from delivery.evidence import DEFAULT_MAX_EVIDENCE, EvidenceBuffer, RolloutMetrics, ShadowJob
+from delivery.background import BackgroundPricing, PendingRewards
+from delivery.evidence import DEFAULT_MAX_EVIDENCE, EvidenceBuffer, RolloutMetrics
 from delivery.stages import LIVE_STAGES
 from events.models import OutcomeLabel, PricingDecision, PricingRequest
 from pricing.metrics import ScorerMetrics
@@ -157,27 +154,19 @@ class RolloutScorer:
         """The control plane follower's state for ``/healthz`` (set when serving follows ``control.v1``)."""
         self.candidate_version: str | None = None if candidate is None else self.controller.status().version
         self.pair_share = pair_share
-        self.max_pending = max_pending
         self.reweight_every = reweight_every
         self.metrics = RolloutMetrics(incumbent.stats.registry if registry is None else registry)
         self._served_count = {arm: self.metrics.decisions.labels(arm=arm) for arm in ("incumbent", "candidate")}
-        self.unknown_rewards = 0
         self.callback_errors = 0
         self.last_rollback_ms: float | None = None
         self._evidence = EvidenceBuffer(max_evidence)
-        self._pending: OrderedDict[str, tuple[Arm, float, Stage]] = OrderedDict()
-        self._pending_lock = threading.Lock()
+        self._pending = PendingRewards(max_pending)
         self._blend_rewards = 0
         self._halted = False  # set by rollback() before the abort is persisted: serving flips first
-        self._logged = 0
-        self._logged_lock = threading.Lock()
-        self._shadow: ShadowRunner[ShadowJob, PricingDecision] = ShadowRunner(
-            self._price_other,
-            on_result=self._on_shadow,
-            latency_budget_ms=config.latency_budget_ms,
-            max_workers=config.shadow_workers,
-            max_pending=config.shadow_max_pending,
-        )
+        self._background = BackgroundPricing(
+            lambda arm: self.arms.get(arm), evidence=self._evidence, metrics=self.metrics, emit=self._emit,
+            request_time=decision_time == "request", latency_budget_ms=config.latency_budget_ms,
+            workers=config.shadow_workers, max_pending=config.shadow_max_pending)
         self.metrics.weight.set(self.controller.status().candidate_weight)
 
     # -- the scorer surface (serving.http.create_app) ------------------------------------------
@@ -229,7 +218,7 @@ class RolloutScorer:
             "candidate_weight": state.candidate_weight,
             "active_arm": self.arms.active_arm,
             "standby_loaded": candidate is not None,
-            "shadow_dropped": self._shadow.dropped,
+            "shadow_dropped": self._background.dropped,
             "last_rollback_ms": self.last_rollback_ms,
         }
         if self.control_health is not None:
@@ -344,11 +333,9 @@ class RolloutScorer:
         Returns:
             ``False`` (counted in ``unknown_rewards``) for an unknown or already rewarded decision.
         """
-        with self._pending_lock:
-            found = self._pending.pop(decision_id, None)
-            if found is None:
-                self.unknown_rewards += 1
-                return False
+        found = self._pending.take(decision_id)
+        if found is None:
+            return False
         arm, price, stage = found
         value = 1.0 if booked else 0.0
         if stage == self.controller.status().stage:
@@ -364,19 +351,18 @@ class RolloutScorer:
         return self.reward(str(label.decision_id), label.label, revenue=label.price * label.label)
 
     # -- shadow plumbing ----------------------------------------------------------------------
+    @property
+    def unknown_rewards(self) -> int:
+        """Rewards for a decision unknown here or already rewarded."""
+        return self._pending.unknown
+
     def drain(self, timeout_s: float = 30.0) -> bool:
         """Wait until every queued background pricing has been logged; ``False`` on timeout."""
-        end = time.monotonic() + timeout_s
-        runner = self._shadow
-        while time.monotonic() < end:
-            if self._logged >= runner.submitted:
-                return True
-            time.sleep(0.002)
-        return False
+        return self._background.drain(timeout_s)
 
     def close(self) -> None:
         """Stop the background pricing (queued work finishes first)."""
-        self._shadow.close(wait=True)
+        self._background.close()
 
     def __enter__(self) -> RolloutScorer:
         return self
@@ -422,9 +408,9 @@ class RolloutScorer:
                 self._evidence.add_latency(decision.latency_ms)
             key = str(request.request_id)
             if self.pair_share and hash_unit(key, _PAIR_SALT) < self.pair_share:
-                self._submit(request, decision, "candidate" if arm == "incumbent" else "incumbent")
+                self._background.submit(request, decision, "candidate" if arm == "incumbent" else "incumbent")
         elif stage == Stage.SHADOW and self.arms.candidate is not None:
-            self._submit(request, decision, "candidate")
+            self._background.submit(request, decision, "candidate")
         ok = record_decision(request, decision, trail, audit=self.audit, on_decision=None, stats=self.stats)
         if ok is not None:
             self.audit_failing = not ok
@@ -435,46 +421,7 @@ class RolloutScorer:
         key = str(decision.decision_id)
         if stage == Stage.BLEND:
             self.controller.record_decision(key, arm)
-        with self._pending_lock:
-            self._pending[key] = (arm, decision.price, stage)
-            while len(self._pending) > self.max_pending:
-                self._pending.popitem(last=False)
-
-    def _submit(self, request: PricingRequest, served: PricingDecision, other: Arm) -> None:
-        try:
-            accepted = self._shadow.submit(ShadowJob(request, other), served)
-        except RolloutStateError:  # closed: serving goes on without background pricing
-            accepted = False
-        if not accepted:
-            self.metrics.shadow.labels(outcome="dropped").inc()
-
-    def _price_other(self, job: ShadowJob) -> PricingDecision:
-        scorer = self.arms.get(job.arm)
-        decision, _ = scorer.price_traced(job.request, deadline_ms=self.delivery.latency_budget_ms)
-        return decision  # never audited: no caller sees a background price
-
-    def _on_shadow(self, record: ShadowRecord[ShadowJob, PricingDecision]) -> None:
-        try:
-            other = record.candidate
-            if other is None:
-                self.metrics.shadow.labels(outcome="failed").inc()
-                return
-            served, arm = record.incumbent, record.request.arm
-            if arm == "candidate":
-                self._evidence.add_pair(served.price, other.price)
-                self._evidence.add_latency(record.latency_ms)
-            else:
-                self._evidence.add_pair(other.price, served.price)
-            self.metrics.shadow.labels(outcome="late" if record.late else "logged").inc()
-            # a shadow pricing is not drawn: only its own exploration draw (if any) is random
-            update: dict[str, Any] = {"arm": f"{arm}-shadow", "propensity": other.propensity}
-            if self.decision_time == "request":
-                update["event_time"] = record.request.request.event_time
-            shadow = other.model_copy(update=update)
-            self._emit(record.request.request, shadow)
-        finally:
-            with self._logged_lock:
-                self._logged += 1
+        self._pending.remember(key, arm, decision.price, stage)
 
     def _emit(self, request: PricingRequest, decision: PricingDecision) -> None:
         if self.on_decision is None:
