@@ -3,8 +3,8 @@
 :class:`BackgroundPricing` is the shadow and paired-price half of :class:`~delivery.rollout.RolloutScorer`:
 it queues the other arm's pricing of a served request on a :class:`~delivery.ShadowRunner`, records
 the price pair (and the candidate's latency) as gate evidence, and passes each background decision on
-with ``arm="<arm>-shadow"``. :class:`PendingRewards` keeps which arm made each canary or blend decision
-until its outcome arrives.
+with ``arm="<arm>-shadow"``. :class:`RewardLedger` keeps which arm made each canary or blend decision
+until its outcome arrives, then credits the outcome to that arm's evidence and the blend's posterior.
 """
 
 from __future__ import annotations
@@ -15,13 +15,23 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from delivery import Arm, ShadowRecord, ShadowRunner, Stage
+from delivery import Arm, RolloutController, ShadowRecord, ShadowRunner, Stage, hash_unit
 from delivery.evidence import EvidenceBuffer, RolloutMetrics, ShadowJob
 from events.models import PricingDecision, PricingRequest
 from pricing.scorer import Scorer
-from routing.errors import RolloutStateError
+from routing.errors import RolloutStateError, RoutingInputError
 
 Emit = Callable[[PricingRequest, PricingDecision], None]
+
+DEFAULT_PAIR_SHARE = 0.05
+"""Share of canary/blend requests on which the arm not served is priced in the background: the
+flip and price-distribution gates need paired prices after shadow, and 5% gives the default
+``min_samples`` of pairs within a few thousand requests at a small CPU cost."""
+
+DEFAULT_REWEIGHT_EVERY = 200
+"""Blend rewards between two Thompson weight updates (each costs a few thousand posterior draws)."""
+
+_PAIR_SALT = "pricestream-pairs"
 
 
 class BackgroundPricing:
@@ -33,12 +43,16 @@ class BackgroundPricing:
         metrics: the rollout metrics (shadow outcomes).
         emit: called with each background decision (never audited: no caller sees it).
         request_time: stamp a background decision with its request's ``event_time`` (replays).
+        pair_share: share of canary/blend requests priced by the other arm too (:meth:`maybe_pair`).
         latency_budget_ms, workers, max_pending: the runner's deadline, threads and queue bound.
     """
 
     def __init__(self, scorer_of: Callable[[Arm], Scorer], *, evidence: EvidenceBuffer, metrics: RolloutMetrics,
-                 emit: Emit, request_time: bool, latency_budget_ms: float, workers: int,
+                 emit: Emit, request_time: bool, pair_share: float, latency_budget_ms: float, workers: int,
                  max_pending: int) -> None:
+        if not 0.0 <= pair_share <= 1.0:
+            raise RoutingInputError(field="pair_share", value=pair_share, expected="a number in [0, 1]")
+        self.pair_share = pair_share
         self._scorer_of = scorer_of
         self._evidence = evidence
         self._metrics = metrics
@@ -64,6 +78,14 @@ class BackgroundPricing:
             accepted = False
         if not accepted:
             self._metrics.shadow.labels(outcome="dropped").inc()
+
+    def maybe_pair(self, request: PricingRequest, served: PricingDecision, arm: Arm) -> None:
+        """Price a canary or blend request with the arm that did not serve, for ``pair_share`` of requests.
+
+        The draw is a salted hash of the request id: the same requests are paired on every replica.
+        """
+        if self.pair_share and hash_unit(str(request.request_id), _PAIR_SALT) < self.pair_share:
+            self.submit(request, served, "candidate" if arm == "incumbent" else "incumbent")
 
     def drain(self, timeout_s: float = 30.0) -> bool:
         """Wait until every queued pricing has been logged; ``False`` on timeout."""
@@ -138,3 +160,50 @@ class PendingRewards:
             if found is None:
                 self.unknown += 1
             return found
+
+
+class RewardLedger:
+    """Credit late outcomes to the arm that made each decision, and reweight the blend now and then.
+
+    Args:
+        controller: the rollout's controller (its stage, and the blend's posterior).
+        evidence: where outcomes of the current stage go.
+        max_pending: decisions kept awaiting a reward.
+        reweight_every: blend rewards between two weight updates (0: never).
+        reweight: updates the blend weight, given a reason (a stage that moved on raises
+            :class:`~routing.errors.RolloutStateError`, which is ignored).
+    """
+
+    def __init__(self, controller: RolloutController, evidence: EvidenceBuffer, *, max_pending: int,
+                 reweight_every: int, reweight: Callable[[str], object]) -> None:
+        self.pending = PendingRewards(max_pending)
+        self.reweight_every = reweight_every
+        self.blend_rewards = 0
+        self._controller = controller
+        self._evidence = evidence
+        self._reweight = reweight
+
+    def remember(self, decision: PricingDecision, arm: Arm, stage: Stage) -> None:
+        """Keep a canary or blend decision until its reward (the blend's posterior learns its arm too)."""
+        key = str(decision.decision_id)
+        if stage == Stage.BLEND:
+            self._controller.record_decision(key, arm)
+        self.pending.remember(key, arm, decision.price, stage)
+
+    def credit(self, decision_id: str, booked: bool | int | float, revenue: float | None) -> bool:
+        """Credit one outcome (revenue default: the price if booked); ``False`` for an unknown decision."""
+        found = self.pending.take(decision_id)
+        if found is None:
+            return False
+        arm, price, stage = found
+        value = 1.0 if booked else 0.0
+        if stage == self._controller.status().stage:
+            self._evidence.add_outcome(arm, value, price * value if revenue is None else float(revenue))
+        if stage == Stage.BLEND and self._controller.reward(decision_id, value):
+            self.blend_rewards += 1
+            if self.reweight_every and self.blend_rewards % self.reweight_every == 0:
+                try:
+                    self._reweight(f"{self.blend_rewards} blend rewards")
+                except RolloutStateError:  # the stage moved on between the reward and the update
+                    pass
+        return True

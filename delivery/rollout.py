@@ -69,9 +69,9 @@ from delivery import (
     RolloutController,
     RolloutState,
     Stage,
-    hash_unit,
 )
-from delivery.background import BackgroundPricing, PendingRewards
+from delivery.background import DEFAULT_PAIR_SHARE, DEFAULT_REWEIGHT_EVERY, BackgroundPricing, RewardLedger
+from delivery.bandit import DEFAULT_MAX_PENDING
 from delivery.evidence import DEFAULT_MAX_EVIDENCE, EvidenceBuffer, RolloutMetrics
 from delivery.stages import LIVE_STAGES
 from events.models import OutcomeLabel, PricingDecision, PricingRequest
@@ -85,21 +85,6 @@ CandidateLoader = Callable[[str], Scorer]
 
 DecisionTime = Literal["decided", "request"]
 """What a served decision's ``event_time`` is: when it was made, or its request's time."""
-
-DEFAULT_PAIR_SHARE = 0.05
-"""Share of canary/blend requests on which the arm not served is priced in the background: the
-flip and price-distribution gates need paired prices after shadow, and 5% gives the default
-``min_samples`` of pairs within a few thousand requests at a small CPU cost."""
-
-
-DEFAULT_MAX_PENDING = 1_000_000
-"""Decisions awaiting a reward; a label later than that falls back to the offline label join."""
-
-DEFAULT_REWEIGHT_EVERY = 200
-"""Blend rewards between two Thompson weight updates (each costs a few thousand posterior draws)."""
-
-_PAIR_SALT = "pricestream-pairs"
-
 
 class RolloutScorer:
     """Serve through an incumbent and a candidate :class:`Scorer` as the rollout stage says.
@@ -137,8 +122,6 @@ class RolloutScorer:
         registry: CollectorRegistry | None = None,
         decision_time: DecisionTime = "decided",
     ) -> None:
-        if not 0.0 <= pair_share <= 1.0:
-            raise RoutingInputError(field="pair_share", value=pair_share, expected="a number in [0, 1]")
         if decision_time not in ("decided", "request"):
             raise RoutingInputError(field="decision_time", value=decision_time, expected="'decided' or 'request'")
         self.decision_time = decision_time
@@ -153,19 +136,18 @@ class RolloutScorer:
         self.control_health: Callable[[], dict[str, Any]] | None = None
         """The control plane follower's state for ``/healthz`` (set when serving follows ``control.v1``)."""
         self.candidate_version: str | None = None if candidate is None else self.controller.status().version
-        self.pair_share = pair_share
-        self.reweight_every = reweight_every
         self.metrics = RolloutMetrics(incumbent.stats.registry if registry is None else registry)
         self._served_count = {arm: self.metrics.decisions.labels(arm=arm) for arm in ("incumbent", "candidate")}
         self.callback_errors = 0
         self.last_rollback_ms: float | None = None
         self._evidence = EvidenceBuffer(max_evidence)
-        self._pending = PendingRewards(max_pending)
-        self._blend_rewards = 0
+        self._rewards = RewardLedger(self.controller, self._evidence, max_pending=max_pending,
+                                     reweight_every=reweight_every,
+                                     reweight=lambda reason: self.update_weights(reason=reason))
         self._halted = False  # set by rollback() before the abort is persisted: serving flips first
         self._background = BackgroundPricing(
             lambda arm: self.arms.get(arm), evidence=self._evidence, metrics=self.metrics, emit=self._emit,
-            request_time=decision_time == "request", latency_budget_ms=config.latency_budget_ms,
+            request_time=decision_time == "request", pair_share=pair_share, latency_budget_ms=config.latency_budget_ms,
             workers=config.shadow_workers, max_pending=config.shadow_max_pending)
         self.metrics.weight.set(self.controller.status().candidate_weight)
 
@@ -333,18 +315,7 @@ class RolloutScorer:
         Returns:
             ``False`` (counted in ``unknown_rewards``) for an unknown or already rewarded decision.
         """
-        found = self._pending.take(decision_id)
-        if found is None:
-            return False
-        arm, price, stage = found
-        value = 1.0 if booked else 0.0
-        if stage == self.controller.status().stage:
-            self._evidence.add_outcome(arm, value, price * value if revenue is None else float(revenue))
-        if stage == Stage.BLEND and self.controller.reward(decision_id, value):
-            self._blend_rewards += 1
-            if self.reweight_every and self._blend_rewards % self.reweight_every == 0:
-                self._reweight_quietly()
-        return True
+        return self._rewards.credit(decision_id, booked, revenue)
 
     def reward_label(self, label: OutcomeLabel) -> bool:
         """:meth:`reward` from a ``feedback.labels`` record (revenue: label price when booked)."""
@@ -354,7 +325,7 @@ class RolloutScorer:
     @property
     def unknown_rewards(self) -> int:
         """Rewards for a decision unknown here or already rewarded."""
-        return self._pending.unknown
+        return self._rewards.pending.unknown
 
     def drain(self, timeout_s: float = 30.0) -> bool:
         """Wait until every queued background pricing has been logged; ``False`` on timeout."""
@@ -403,12 +374,10 @@ class RolloutScorer:
             decision = self.output_audit.check(decision, request)
         self._served_count[arm].inc()
         if stage in (Stage.CANARY, Stage.BLEND):
-            self._remember(decision, arm, stage)
+            self._rewards.remember(decision, arm, stage)
             if arm == "candidate":
                 self._evidence.add_latency(decision.latency_ms)
-            key = str(request.request_id)
-            if self.pair_share and hash_unit(key, _PAIR_SALT) < self.pair_share:
-                self._background.submit(request, decision, "candidate" if arm == "incumbent" else "incumbent")
+            self._background.maybe_pair(request, decision, arm)
         elif stage == Stage.SHADOW and self.arms.candidate is not None:
             self._background.submit(request, decision, "candidate")
         ok = record_decision(request, decision, trail, audit=self.audit, on_decision=None, stats=self.stats)
@@ -417,12 +386,6 @@ class RolloutScorer:
         self._emit(request, decision)
         return decision
 
-    def _remember(self, decision: PricingDecision, arm: Arm, stage: Stage) -> None:
-        key = str(decision.decision_id)
-        if stage == Stage.BLEND:
-            self.controller.record_decision(key, arm)
-        self._pending.remember(key, arm, decision.price, stage)
-
     def _emit(self, request: PricingRequest, decision: PricingDecision) -> None:
         if self.on_decision is None:
             return
@@ -430,9 +393,3 @@ class RolloutScorer:
             self.on_decision(request, decision)
         except Exception:  # noqa: BLE001 - a failing publisher must not take a price back
             self.callback_errors += 1
-
-    def _reweight_quietly(self) -> None:
-        try:
-            self.update_weights(reason=f"{self._blend_rewards} blend rewards")
-        except RolloutStateError:  # the stage moved on between the reward and the update
-            return
