@@ -5,6 +5,9 @@ record carries ``event_id`` (uuid4), ``event_type``, ``event_time`` (UTC epoch
 milliseconds on the wire, an aware :class:`~datetime.datetime` in Python) and
 ``schema_version``.
 
+The field types and bounds live in :mod:`events.fields`, the wording of a refusal in
+:mod:`events.wording`; every public name of the contract is importable from here.
+
 Example:
     >>> from datetime import date, datetime, timezone
     >>> ev = ViewEvent(hotel_id="h1", room_type="std", stay_date=date(2026, 12, 24),
@@ -18,19 +21,14 @@ Example:
 
 from __future__ import annotations
 
-import json
-import re
 import uuid
-from collections.abc import Callable
-from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
-    PlainSerializer,
     TypeAdapter,
     ValidationError,
     ValidationInfo,
@@ -38,132 +36,51 @@ from pydantic import (
     model_validator,
 )
 from pydantic._internal._model_construction import ModelMetaclass  # the documented way to extend it
-from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic_core import PydanticCustomError
 
 from events.errors import EventValidationError
-
-SCHEMA_VERSION = 1
-"""Bumped on any change that an old consumer could not read."""
-
-Channel = Literal["web", "mobile", "ota", "gds", "direct", "corporate"]
-CHANNELS: tuple[str, ...] = ("web", "mobile", "ota", "gds", "direct", "corporate")
-Tier = Literal["rules", "light", "heavy"]
-
-
-MAX_RECORD_BYTES = 1_000_000
-"""Largest record the contract accepts, in bytes of JSON: under Kafka's default ``max.request.size``
-(1 MiB), so that whatever the SDK sends can also be written to a DLQ. A real event is under 1 KB."""
-ENVELOPE: tuple[str, ...] = ("event_id", "event_type", "event_time", "schema_version")
-"""Fields every record on the wire carries. Required when parsing the wire form; Python callers and
-the HTTP API may leave them to their defaults (a new id, now, the current version)."""
-
-EVENT_TIME_MIN_MS = 946_684_800_000
-"""2000-01-01T00:00:00Z. Decision: no hotel event of this system predates it; the public Hotel Booking
-Demand dataset starts in 2015. A bound keeps ``-1`` or ``0`` (a producer's unset clock) out of the features."""
-EVENT_TIME_MAX_MS = 4_102_444_800_000
-"""2100-01-01T00:00:00Z. Beyond it ``datetime.fromtimestamp`` overflows on some platforms (``1e20`` raised OSError)."""
-PRICE_MAX = 1_000_000.0
-"""Hard ceiling of any price, per room night, in the hotel's currency. Decision: the dataset's largest ADR is
-5,400; presidential suites reach tens of thousands. Anything above a million is a unit or typing error, refused.
-Prices far outside a hotel's own range are *flagged* (see :mod:`events.contract`), not refused."""
-_ID_NEVER = (
-    "\\x00-\\x1f\\x7f-\\x9f"  # C0 and C1 controls (U+0085 broke line-oriented readers: the audit log)
-    "\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff"  # zero-width, bidi, separators
+from events.fields import (
+    CHANNELS,
+    DATE_TEXT,
+    ENVELOPE,
+    EVENT_TIME_MAX_MS,
+    EVENT_TIME_MIN_MS,
+    ID_PATTERN,
+    INSTANT_TEXT,
+    MAX_RECORD_BYTES,
+    PRICE_MAX,
+    SCHEMA_VERSION,
+    UUID_TEXT,
+    Channel,
+    Identifier,
+    IsoDate,
+    PaidPrice,
+    Price,
+    Segment,
+    Tier,
+    UtcMillis,
+    Uuid,
+    now_utc,
+    to_utc,
 )
-_ID_SPACE = " \u00a0\u1680\u2000-\u200a\u202f\u205f\u3000"
-ID_PATTERN = f"^[^{_ID_NEVER}]*[^{_ID_NEVER}{_ID_SPACE}][^{_ID_NEVER}]*$"
-"""Identifiers are free text (the dataset's hotels are "Resort Hotel" and "City Hotel") with at least one
-character that is not a space, and none of: control characters, line and paragraph separators, zero-width
-characters (U+200B-U+200D, U+2060, U+FEFF) and bidirectional controls (U+200E, U+200F, U+202A-U+202E,
-U+2066-U+2069, U+061C), which make two ids that print alike differ. No lookaround, so that pydantic's
-regex engine, Java's (the feature job reads the pattern from the job spec) and Python's read it alike.
-
-Example:
-    >>> import re
-    >>> [bool(re.match(ID_PATTERN, s)) for s in ("City Hotel", "   ", "h\u200b1", "h\u202e1", "h1")]
-    [True, False, False, False, True]
-"""
-UUID_TEXT = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-DATE_TEXT = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
-
-
-def _epoch_ms(value: int) -> datetime:
-    """Epoch milliseconds (an integer, in range) to an aware UTC datetime."""
-    if not EVENT_TIME_MIN_MS <= value < EVENT_TIME_MAX_MS:
-        msg = f"epoch milliseconds in [{EVENT_TIME_MIN_MS}, {EVENT_TIME_MAX_MS}) (2000-01-01 to 2100-01-01 UTC)"
-        raise ValueError(msg)
-    return datetime.fromtimestamp(value / 1000.0, tz=UTC)
-
-
-INSTANT_TEXT = (
-    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+-](0[0-9]|1[0-7]):[0-5][0-9]|[+-]18:00)$"
+from events.wording import (
+    DUPLICATE_EXPECTED,
+    RULE_FIELDS,
+    STAY_RULE,
+    duplicate_key,
+    expectation,
+    to_validation_error,
 )
-"""The one text form of an instant the contract accepts: ISO-8601 with seconds and an explicit offset
-(at most 18 h, the range every ISO parser we run, Python's and Java's, agrees on)."""
-_ISO_INSTANT = re.compile(INSTANT_TEXT)
-_INSTANT = "integer epoch milliseconds, or ISO-8601 text with an offset (2026-11-30T09:15:00Z)"
 
-
-def _to_utc(value: object, info: ValidationInfo) -> datetime:
-    """Integer epoch milliseconds or offset ISO-8601 text; in Python also an aware datetime. Naive times are refused."""
-    if isinstance(value, datetime) and value.__class__ is datetime and value.tzinfo is UTC:
-        return value  # the common case (our own records, re-checked before sending): nothing to convert
-    if isinstance(value, int) and value.__class__ is int:  # bool is an int subclass; float ms are not the wire form
-        return _epoch_ms(value)
-    if isinstance(value, str) and _ISO_INSTANT.fullmatch(value):
-        try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError as exc:
-            raise ValueError(_INSTANT) from exc
-    elif info.mode == "json" or not isinstance(value, datetime):
-        raise ValueError(_INSTANT)
-    if value.tzinfo is None:
-        msg = "a timezone-aware datetime (naive times are ambiguous)"
-        raise ValueError(msg)
-    _epoch_ms(round(value.timestamp() * 1000))
-    return value.astimezone(UTC)
-
-
-def _to_millis(value: datetime) -> int:
-    return round(value.timestamp() * 1000)  # round() of a float is already an int
-
-
-def _text_form(pattern: str, convert: Callable[[str], object], expected: str) -> BeforeValidator:
-    """A before-validator: a string must match ``pattern`` and convert (objects of the target type pass).
-
-    Converting here rather than in pydantic: strict wire parsing would refuse the string that a
-    before-validator hands on, and pydantic's own parsers accept more forms than the contract (a UUID
-    without hyphens or in braces, a date with a time part).
-    """
-    compiled = re.compile(pattern)
-
-    def check(value: object) -> object:
-        if isinstance(value, str):
-            if not compiled.fullmatch(value):
-                raise ValueError(expected)
-            try:
-                return convert(value)
-            except ValueError as exc:
-                raise ValueError(expected) from exc
-        return value
-
-    return BeforeValidator(check)
-
-
-UtcMillis = Annotated[datetime, PlainSerializer(_to_millis, return_type=int, when_used="json")]
-Uuid = Annotated[uuid.UUID, _text_form(UUID_TEXT, uuid.UUID, "a UUID in its 8-4-4-4-12 hexadecimal form")]
-IsoDate = Annotated[date, _text_form(DATE_TEXT, date.fromisoformat, "a calendar date YYYY-MM-DD")]
-Price = Annotated[float, Field(gt=0, le=PRICE_MAX, allow_inf_nan=False)]
-PaidPrice = Annotated[float, Field(ge=0, le=PRICE_MAX, allow_inf_nan=False)]
-"""A price paid may be 0: complimentary stays (680 of the dataset's 119,390 bookings) are real room nights."""
-Identifier = Annotated[str, Field(min_length=1, max_length=64, pattern=ID_PATTERN)]
-Segment = Annotated[str, Field(min_length=1, max_length=32, pattern=ID_PATTERN)]
-
-
-def now_utc() -> datetime:
-    """Current time, UTC, truncated to milliseconds (the wire precision)."""
-    now = datetime.now(tz=UTC)
-    return now.replace(microsecond=(now.microsecond // 1000) * 1000)
+# The contract's public names, wherever they are defined: all importable from here, as before the split.
+__all__ = [
+    "BEHAVIOUR_TYPES", "BehaviourEvent", "BookingEvent", "CHANNELS", "CONTRACT", "CancellationEvent", "Channel",
+    "CompetitorRateEvent", "DATE_TEXT", "DUPLICATE_EXPECTED", "ENVELOPE", "EVENT_TIME_MAX_MS", "EVENT_TIME_MIN_MS",
+    "ID_PATTERN", "INSTANT_TEXT", "Identifier", "InventoryEvent", "IsoDate", "MAX_RECORD_BYTES", "OutcomeLabel",
+    "PRICE_MAX", "PaidPrice", "Price", "PricingDecision", "PricingRequest", "RULE_FIELDS", "Record",
+    "SCHEMA_VERSION", "SearchEvent", "Segment", "StayDated", "StayKeyed", "Tier", "TrainingExample", "UUID_TEXT",
+    "UtcMillis", "Uuid", "ViewEvent", "dumps", "duplicate_key", "now_utc", "parse_event", "to_validation_error"
+]
 
 
 class _ContractModel(ModelMetaclass):
@@ -196,7 +113,7 @@ class Record(BaseModel, metaclass=_ContractModel):
     @field_validator("event_time", mode="before")
     @classmethod
     def _utc(cls, value: object, info: ValidationInfo) -> datetime:
-        return _to_utc(value, info)
+        return to_utc(value, info)
 
     @field_validator("schema_version")
     @classmethod
@@ -219,8 +136,6 @@ class StayKeyed(Record):
     room_type: Annotated[str, Field(min_length=1, max_length=32, pattern=ID_PATTERN)]
     stay_date: IsoDate
 
-
-_STAY_RULE = "stay_date_before_event"
 _WESTMOST = timezone(timedelta(hours=-12))
 """The zone whose local date is the earliest on Earth at any instant: the stay-date rule of a hotel with no
 configured zone, so that no hotel's valid evening event is refused (the rule once compared UTC dates, and a
@@ -241,7 +156,7 @@ class StayDated(StayKeyed):
         local = self.event_time.astimezone(zone).date()
         if self.stay_date < local:
             raise PydanticCustomError(
-                _STAY_RULE, "a stay_date on or after the event's local date {local}", {"local": str(local)}
+                STAY_RULE, "a stay_date on or after the event's local date {local}", {"local": str(local)}
             )
         return self
 
@@ -419,35 +334,6 @@ CONTRACT: dict[str, type[Record]] = {
 _JSON_OBJECT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 
 
-RULE_FIELDS = {_STAY_RULE: "stay_date"}
-"""Model-level rules and the field each one is about (pydantic locates them on the record)."""
-
-
-def _expectation(error: ErrorDetails) -> str:
-    """pydantic's message as what was expected: "Input should be greater than 0" -> "greater than 0"."""
-    kind, msg = error["type"], error["msg"]
-    if kind == "missing":
-        return "a value (the field is required)"
-    if kind == "extra_forbidden":
-        return "no such field (the contract has no field of this name)"
-    if kind == "json_invalid":
-        return "one JSON object in UTF-8 (" + str(msg).removeprefix("Invalid JSON: ") + ")"
-    for prefix in ("Input should be ", "Value error, ", "String should "):
-        if msg.startswith(prefix):
-            return ("" if prefix != "String should " else "a string that should ") + str(msg).removeprefix(prefix)
-    return str(msg)
-
-
-def to_validation_error(exc: ValidationError) -> EventValidationError:
-    """Translate pydantic's error into ours, naming the first offending field."""
-    first = exc.errors()[0]
-    field = ".".join(str(part) for part in first["loc"]) or RULE_FIELDS.get(first["type"], "<record>")
-    value = first.get("input")
-    if isinstance(value, dict) and field != "<record>" and field in RULE_FIELDS.values():
-        value = value.get(field)
-    if first["type"] == "json_invalid":
-        value = None
-    return EventValidationError(field, value, _expectation(first))
 
 
 def parse_event(
@@ -472,7 +358,7 @@ def parse_event(
         payload = _JSON_OBJECT.validate_json(text)
     except ValidationError as exc:
         shown = text[:80]
-        raise EventValidationError(field="<record>", value=shown, expected=_expectation(exc.errors()[0])) from exc
+        raise EventValidationError(field="<record>", value=shown, expected=expectation(exc.errors()[0])) from exc
     twice = duplicate_key(text)
     if twice is not None:
         raise EventValidationError(field=twice, value=payload.get(twice), expected=DUPLICATE_EXPECTED)
@@ -489,40 +375,6 @@ def parse_event(
         raise to_validation_error(exc) from exc
 
 
-DUPLICATE_EXPECTED = "a key that appears once in its object (JSON readers disagree on which value wins)"
-_KEY_TOKEN = re.compile(rb'"((?:[^"\\]|\\.)*)"\s*:')
-"""A quoted key followed by a colon: every key of a JSON text matches it (and a string value holding
-``"...":`` may too, which only sends the text to the exact check)."""
-
-
-def duplicate_key(text: bytes | str) -> str | None:
-    """The first key that appears twice in one object of the valid JSON ``text``, or ``None``.
-
-    A scan of the key tokens settles nearly every record (all distinct, no escapes); only a text
-    with a repeated or escaped token is decoded again with its objects' key lists.
-
-    Example:
-        >>> duplicate_key(b'{"hotel_id": "a", "hotel_id": "b"}'), duplicate_key('{"a": {"b": 1}, "b": 2}')
-        ('hotel_id', None)
-        >>> duplicate_key('{"hotel_\\\\u0069d": "a", "hotel_id": "b"}')
-        'hotel_id'
-    """
-    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    keys = _KEY_TOKEN.findall(raw)
-    if len(keys) == len(set(keys)) and not any(b"\\" in k for k in keys):
-        return None
-    found: list[str] = []
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        seen: set[str] = set()
-        for key, _ in items:
-            if key in seen and not found:
-                found.append(key)
-            seen.add(key)
-        return dict(items)
-
-    json.loads(raw, object_pairs_hook=pairs)
-    return found[0] if found else None
 
 
 def _dict_to_json(payload: dict[str, Any]) -> bytes:
