@@ -33,18 +33,19 @@ Example:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from uuid import UUID
 
 import numpy as np
 
-from events.models import Record
+from events.models import BookingEvent, CancellationEvent, Record
 from market.errors import SimulatorError
-from market.generator import _COMP, Simulation
+from market.generator import Simulation
 from market.market import Market
-from market.shoppers import Policy
+from market.scope import NightScope
+from market.shoppers import Key, Policy
 
 _HOUR = timedelta(hours=1)
 _CLOSE_SLACK = timedelta(hours=2)  # the run ends this long after the last check-in: the night's last hour is played
@@ -121,6 +122,44 @@ def choose_nights(market: Market, *, count: int, after: date, lead_in: int = 3,
     return StayNights(first=first, count=count, lead_in=lead_in, window_days=window)
 
 
+class PlayedNights(NightScope):
+    """The :class:`~market.scope.NightScope` of :class:`ClosedNightsSimulation`: the played nights, closed at the end.
+
+    Only the played nights are opened, unless ``background`` (then every night of the horizon is,
+    as for the whole market); either way only the played nights are priced by the policy and only
+    their competitor rates are emitted.
+
+    Example:
+        >>> n = StayNights(first=date(2026, 3, 10), count=2, lead_in=1, window_days=30)
+        >>> scope = PlayedNights(n)
+        >>> o = date(2026, 3, 10).toordinal()
+        >>> list(scope.opened(o, o + 5)) == [o, o + 1], scope.prices_by_policy((0, 0, o - 1))
+        (True, True)
+        >>> scope.emits_competitor_rate((0, 0, o + 2)), scope.close_at_end
+        (False, True)
+    """
+
+    def __init__(self, nights: StayNights, *, snapshots: bool = True, background: bool = False) -> None:
+        super().__init__(snapshots=snapshots, close_at_end=True)
+        self.background = background
+        self._played = [d.toordinal() for d in nights.played]
+        self._played_set = set(self._played)
+
+    def opened(self, lo: int, hi: int) -> Sequence[int]:
+        """The played nights inside the horizon; every night of it with ``background``."""
+        if self.background:
+            return range(lo, hi + 1)
+        return [o for o in self._played if lo <= o <= hi]
+
+    def prices_by_policy(self, key: Key) -> bool:
+        """The hotel's other nights sell at the static price, the policy never asked."""
+        return key[2] in self._played_set
+
+    def emits_competitor_rate(self, key: Key) -> bool:
+        """Another night's competitor rate is not emitted: no request reads it (its draws are made all the same)."""
+        return key[2] in self._played_set
+
+
 class ClosedNightsSimulation(Simulation):
     """A :class:`Simulation` of the shoppers of ``nights.played`` only, from ``nights.start`` to ``nights.end``.
 
@@ -142,63 +181,10 @@ class ClosedNightsSimulation(Simulation):
     def __init__(self, market: Market, nights: StayNights, *, policy: Policy | None = None,
                  rng_seed: int | None = None, snapshots: bool = True, background: bool = False) -> None:
         start = nights.start(market)
+        scope = PlayedNights(nights, snapshots=snapshots, background=background)
         super().__init__(market, start=start, duration=nights.end(market) - start, policy=policy,
-                         rng_seed=rng_seed, warm_start=background)
+                         rng_seed=rng_seed, warm_start=background, scope=scope)
         self.nights = nights
-        self._snapshots = snapshots
-        self._background = background
-        self._played = [d.toordinal() for d in nights.played]
-        self._played_set = set(self._played)
-
-    def __iter__(self) -> Iterator[Record]:
-        yield from super().__iter__()
-        self._refresh_window(self._end_ms)  # close the nights whose check-in the last hour passed
-
-    def _refresh_window(self, now_ms: int) -> None:
-        if self._background:
-            before = self._window
-            super()._refresh_window(now_ms)
-            if self._window != before and not self._snapshots:
-                self._key_slot = np.full(len(self._keys), -1)
-            return
-        m = self.market
-        ts = now_ms / 1000.0
-        lo = datetime.fromtimestamp(ts, UTC).date().toordinal() - 1
-        while m.checkin_ts(lo) <= ts:
-            lo += 1
-        hi = lo + m.config.horizon_days + 1
-        if self._window == (lo, hi):
-            return
-        for key in [k for k in self._left if k[2] < lo]:
-            self._checkins[(self._hotels[key[0]], self._rooms[key[1]], self._date(key[2]))] = self._left.pop(key)
-        opened = [o for o in self._played if lo <= o <= hi]
-        keys = [(h, r, o) for h in range(m.config.hotels) for r in range(len(self._rooms)) for o in opened]
-        for key in keys:
-            self._left.setdefault(key, m.capacity_at(key[0], key[1]))
-        self._set_keys(keys)
-        self._window = (lo, hi)
-
-    def _handle(self, ms: int, kind: int, data: Any) -> list[Record]:
-        if kind == _COMP and data[0][2] not in self._played_set:
-            return []  # another night's competitor rate: no request reads it (its draws were made all the same)
-        return super()._handle(ms, kind, data)
-
-    def _quote(self, values: dict[str, Any], key: tuple[int, int, int], s: int, channel: str, nights: int,
-               stay_left: tuple[int, ...]) -> float:
-        if key[2] not in self._played_set:  # the hotel's other nights: the static price, the policy never asked
-            return self.market.reference_at(key[0], key[1])
-        return super()._quote(values, key, s, channel, nights, stay_left)
-
-    def _set_keys(self, keys: list[tuple[int, int, int]]) -> None:
-        m = self.market
-        segments = len(m.config.segments)
-        self._keys = keys
-        self._key_h = np.array([k[0] for k in keys], dtype=int)
-        self._key_checkin = np.array([m.checkin_ts(k[2]) for k in keys], dtype=float)
-        self._key_factors = np.array([m.night_factors(*k) for k in keys], dtype=float).reshape(len(keys), segments)
-        every = max(m.config.inventory_snapshot_hours, 1)
-        slots = [(o + 7 * h + 13 * r) % every if self._snapshots else -1 for h, r, o in keys]
-        self._key_slot = np.array(slots, dtype=int)
 
 
 @dataclass(frozen=True)
@@ -250,17 +236,17 @@ class NightLedger:
         self._hold = market.config.stays_hold_nights
         self._revenue: dict[date, float] = defaultdict(float)
         self._rooms: dict[tuple[str, str, date], int] = defaultdict(int)
-        self._bookings: dict[Any, tuple[list[tuple[str, str, date]], int, float]] = {}
+        self._bookings: dict[UUID, tuple[list[tuple[str, str, date]], int, float]] = {}
 
     def add(self, event: Record) -> None:
-        kind = getattr(event, "event_type", "")
-        if kind == "booking":
+        """Count a booking's rooms and revenue on the counted nights it holds; a cancellation takes them back."""
+        if isinstance(event, BookingEvent):
             held = self._held(event)
-            rooms, price = int(event.rooms), float(event.price_paid)  # type: ignore[attr-defined]
-            self._bookings[event.booking_id] = (held, rooms, price)  # type: ignore[attr-defined]
+            rooms, price = int(event.rooms), float(event.price_paid)
+            self._bookings[event.booking_id] = (held, rooms, price)
             self._book(held, rooms, price, +1)
-        elif kind == "cancellation":
-            booked = self._bookings.pop(event.booking_id, None)  # type: ignore[attr-defined]
+        elif isinstance(event, CancellationEvent):
+            booked = self._bookings.pop(event.booking_id, None)
             if booked is not None:
                 self._book(*booked, -1)
 
@@ -269,11 +255,10 @@ class NightLedger:
             self.add(event)
         return self
 
-    def _held(self, event: Record) -> list[tuple[str, str, date]]:
-        nights = int(event.nights) if self._hold else 1  # type: ignore[attr-defined]
-        stay: date = event.stay_date  # type: ignore[attr-defined]
-        days = (stay + timedelta(days=i) for i in range(nights))
-        return [(event.hotel_id, event.room_type, d) for d in days if d in self._counted]  # type: ignore[attr-defined]
+    def _held(self, event: BookingEvent) -> list[tuple[str, str, date]]:
+        nights = int(event.nights) if self._hold else 1
+        days = (event.stay_date + timedelta(days=i) for i in range(nights))
+        return [(event.hotel_id, event.room_type, d) for d in days if d in self._counted]
 
     def _book(self, held: list[tuple[str, str, date]], rooms: int, price: float, sign: int) -> None:
         for key in held:

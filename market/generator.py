@@ -53,12 +53,12 @@ from events.models import (
 )
 from market._fast import IdSource, build
 from market.errors import PolicyError, SimulatorError
+from market.inventory import OpenNights
 from market.market import Market
+from market.scope import NightScope
 from market.shoppers import Key, Offer, Policy, SegmentDraws, Shopper
 
 _HOUR_MS = 3_600_000
-_VIEW_DELAY_S = (5.0, 40.0)  # minimum and mean extra seconds from search to view
-_BOOK_DELAY_S = (30.0, 240.0)  # minimum and mean extra seconds from view to booking
 _CANCEL_SPAN = (0.05, 0.95)  # cancellations land in this fraction of the time left to check-in
 _SEARCH, _VIEW, _BOOK, _CANCEL, _COMP, _INV = range(6)
 
@@ -67,7 +67,8 @@ class Simulation:
     """One simulated run; iterate it for the records. See :func:`simulate`.
 
     After (or during) iteration, :meth:`rooms_left` tells the live inventory and
-    :attr:`checkins` the rooms left of every night that reached check-in.
+    :attr:`checkins` the rooms left of every night that reached check-in. ``scope`` says which
+    nights are played and how (:class:`~market.scope.NightScope`, default the whole market).
     """
 
     def __init__(
@@ -81,16 +82,13 @@ class Simulation:
         max_events: int | None = None,
         warm_start: bool = True,
         on_progress: Callable[[datetime, int], None] | None = None,
+        scope: NightScope | None = None,
     ) -> None:
         start = market.config.start if start is None else start
-        if start.tzinfo is None:
-            raise SimulatorError(field="start", value=start, expected="a timezone-aware datetime")
-        if duration <= timedelta(0):
-            raise SimulatorError(field="duration", value=duration, expected="a positive timedelta")
-        if max_events is not None and max_events < 0:
-            raise SimulatorError(field="max_events", value=max_events, expected="None or a non-negative count")
+        _check_run(start, duration, max_events)
         self.market = market
         self.policy = policy
+        self.scope = NightScope() if scope is None else scope
         self.warm_start = warm_start
         self.on_progress = on_progress
         self.max_events = max_events
@@ -101,27 +99,19 @@ class Simulation:
         self._attr = random.Random(seed * 4 + 1)  # arrival times and every shopper's draws
         self._ids = IdSource(random.Random(seed * 4 + 3))
         self._draws = SegmentDraws(market)
-        self._left: dict[Key, int] = {}
-        self._checkins: dict[tuple[str, str, date], int] = {}
-        self._heap: list[tuple[int, int, int, Any]] = []
+        self._nights = OpenNights(market, self.scope)
+        self._heap: list[tuple[int, int, int, Any]] = []  # (ms, seq, kind, the kind's payload tuple)
         self._seq = 0
-        self._window: tuple[int, int] | None = None
         self._hotels = market.config.hotel_ids
         self._rooms = market.config.room_types
         self._seg_names = market.config.segment_names
         self._cancel = [s.cancel_rate for s in market.config.segments]
-        self._dates: dict[int, date] = {}
         self._hold = market.config.stays_hold_nights
 
     # ------------------------------------------------------------ state
     def rooms_left(self, hotel_id: str, room_type: str, stay_date: date) -> int:
         """Rooms still for sale for the night (capacity if the night has not been opened yet)."""
-        h, r = self.market.hotel_index(hotel_id), self.market.room_index(room_type)
-        key = (h, r, stay_date.toordinal())
-        if key in self._left:
-            return self._left[key]
-        done = self._checkins.get((hotel_id, room_type, stay_date))
-        return self.market.capacity_at(h, r) if done is None else done
+        return self._nights.rooms_left(hotel_id, room_type, stay_date)
 
     def sellable(self, until_ms: int | None = None) -> dict[tuple[int, int, int], int]:
         """Per open night, by (hotel, room type, ordinal) index: rooms left now plus those given back later.
@@ -131,26 +121,31 @@ class Simulation:
         policy taking over now can hold of each night at that time (``market.fluid`` bounds
         revenue with it).
         """
-        out = dict(self._left)
+        out = dict(self._nights.left)
         for ms, _, kind, data in self._heap:
             if kind == _CANCEL and (until_ms is None or ms <= until_ms):
                 key, _, rooms, nights = data
-                for k in self._held(key, nights):
+                for k in self._nights.held(key, nights):
                     out[k] = out.get(k, self.market.capacity_at(k[0], k[1])) + rooms
         return out
 
     def returns(self) -> list[tuple[int, tuple[int, int, int], int]]:
         """The rooms that scheduled cancellations give back: ``(epoch ms, (hotel, room type, ordinal), rooms)``."""
         return [(ms, k, data[2]) for ms, _, kind, data in self._heap if kind == _CANCEL
-                for k in self._held(data[0], data[3])]
+                for k in self._nights.held(data[0], data[3])]
 
     @property
     def checkins(self) -> Mapping[tuple[str, str, date], int]:
         """Rooms left at check-in, for every night that closed during the run."""
-        return self._checkins
+        return self._nights.checkins
 
     # ------------------------------------------------------------- run
     def __iter__(self) -> Iterator[Record]:
+        yield from self._run()
+        if self.scope.close_at_end:
+            self._refresh_window(self._end_ms)  # close the nights whose check-in the last hour passed
+
+    def _run(self) -> Iterator[Record]:
         emitted, limit = 0, self.max_events
         if limit == 0:
             return
@@ -176,51 +171,23 @@ class Simulation:
             self._seq += 1
             heapq.heappush(self._heap, (ms, self._seq, kind, data))
 
-    def _date(self, ordinal: int) -> date:
-        d = self._dates.get(ordinal)
-        if d is None:
-            d = self._dates[ordinal] = date.fromordinal(ordinal)
-        return d
-
     def _refresh_window(self, now_ms: int) -> None:
-        """Open nights that came into the horizon, close those past check-in."""
-        m = self.market
-        ts = now_ms / 1000.0
-        lo = datetime.fromtimestamp(ts, UTC).date().toordinal() - 1
-        while m.checkin_ts(lo) <= ts:
-            lo += 1
-        hi = lo + m.config.horizon_days + 1
-        if self._window == (lo, hi):
-            return
-        first = self._window is None
-        for key in [k for k in self._left if k[2] < lo]:
-            self._checkins[(self._hotels[key[0]], self._rooms[key[1]], self._date(key[2]))] = self._left.pop(key)
-        keys = [(h, r, o) for h in range(m.config.hotels) for r in range(len(self._rooms)) for o in range(lo, hi + 1)]
-        for key in keys:
-            if key not in self._left:
-                cap = m.capacity_at(key[0], key[1])
-                sold = 0
-                if first and self.warm_start:
-                    sold = int(self._np.poisson(m.expected_bookings_before(*key, ts)))
-                self._left[key] = max(cap - sold, 0)
-        self._keys = keys
-        self._key_h = np.array([k[0] for k in keys])
-        self._key_checkin = np.array([m.checkin_ts(k[2]) for k in keys])
-        self._key_factors = np.array([m.night_factors(*k) for k in keys])
-        every = max(m.config.inventory_snapshot_hours, 1)
-        self._key_slot = np.array([(o + 7 * h + 13 * r) % every for h, r, o in keys])
-        self._window = (lo, hi)
+        """Open nights that came into the horizon (warm-started at the first), close those past check-in."""
+        self._nights.refresh(now_ms, self._sold_before if self.warm_start else None)
+
+    def _sold_before(self, key: Key, ts: float) -> int:
+        return int(self._np.poisson(self.market.expected_bookings_before(*key, ts)))
 
     def _schedule(self, begin_ms: int, end_ms: int) -> None:
         """Draw this slice's shoppers, competitor updates and inventory snapshots."""
         m, cfg = self.market, self.market.config
         span_h = (end_ms - begin_ms) / _HOUR_MS
         mid = (begin_ms + end_ms) / 2000.0
-        lead = (self._key_checkin - mid) / 86_400.0
-        rates = self._key_factors * m.lead_pdf(lead) * (m.diurnal(mid) * span_h)
+        lead = (self._nights.key_checkin - mid) / 86_400.0
+        rates = self._nights.key_factors * m.lead_pdf(lead) * (m.diurnal(mid) * span_h)
         counts = self._np.poisson(rates)
-        span, rnd, keys = end_ms - begin_ms, self._attr.random, self._keys
-        checkin_ms = self._key_checkin * 1000.0
+        span, rnd, keys = end_ms - begin_ms, self._attr.random, self._nights.keys
+        checkin_ms = self._nights.key_checkin * 1000.0
         for k, s in zip(*np.nonzero(counts), strict=True):
             for _ in range(int(counts[k, s])):
                 ms = begin_ms + int(rnd() * span)
@@ -236,7 +203,7 @@ class Simulation:
         every = cfg.inventory_snapshot_hours
         if every:
             slot = (begin_ms // _HOUR_MS) % every
-            for k in np.nonzero(open_keys & (self._key_slot == slot))[0]:
+            for k in np.nonzero(open_keys & (self._nights.key_slot == slot))[0]:
                 h, r, o = keys[k]
                 self._push(begin_ms + (o * 37 + h * 101) % span, _INV, keys[k])
 
@@ -251,7 +218,7 @@ class Simulation:
         if kind == _CANCEL:
             return self._on_cancel(ms, *data)
         if kind == _COMP:
-            return [self._competitor(ms, *data)]
+            return [self._competitor(ms, *data)] if self.scope.emits_competitor_rate(data[0]) else []
         return [self._inventory(ms, data)]
 
     def _stay(self, ms: int, key: Key) -> dict[str, Any]:
@@ -261,27 +228,12 @@ class Simulation:
             "schema_version": SCHEMA_VERSION,
             "hotel_id": self._hotels[key[0]],
             "room_type": self._rooms[key[1]],
-            "stay_date": self._date(key[2]),
+            "stay_date": self._nights.date(key[2]),
         }
 
     def _shopper(self, key: Key, s: int) -> Shopper:
-        """Every random choice a shopper will need, drawn at arrival.
-
-        Drawing them up front, in an order that no policy can change, gives
-        common random numbers: two policies run with the same seed face the
-        same shoppers with the same willingness (``u_book``) and the same plans.
-        """
-        rnd, d = self._attr.random, self._draws
-        channel, nights = d.channel(s, rnd()), d.nights(s, rnd())
-        lo, hi = d.rooms[s]
-        rooms = lo + int(rnd() * (hi - lo + 1))
-        views = rnd() < self.market.config.view_prob
-        view_delay = int((_VIEW_DELAY_S[0] - _VIEW_DELAY_S[1] * math.log(1.0 - rnd())) * 1000)
-        book_delay = int((_BOOK_DELAY_S[0] - _BOOK_DELAY_S[1] * math.log(1.0 - rnd())) * 1000)
-        u_book, u_cancel, cancel_at = rnd(), rnd(), rnd()
-        return Shopper(
-            key, s, channel, nights, rooms, view_delay if views else -1, u_book, book_delay, u_cancel, cancel_at
-        )
+        """Every random choice a shopper will need, drawn at arrival (common random numbers across policies)."""
+        return self._draws.shopper(key, s, self._attr.random, self.market.config.view_prob)
 
     def _on_search(self, ms: int, shopper: Shopper) -> list[Record]:
         s, rooms = shopper.s, shopper.rooms
@@ -297,29 +249,12 @@ class Simulation:
             self._push(ms + shopper.view_delay_ms, _VIEW, shopper)
         return [build(SearchEvent, values)]
 
-    def _held(self, key: Key, nights: int) -> list[Key]:
-        """The nights a booking of ``nights`` from ``key``'s night takes rooms on."""
-        if not self._hold or nights <= 1:
-            return [key]
-        h, r, o = key
-        return [(h, r, o + i) for i in range(nights)]
-
-    def _night_left(self, key: Key) -> int:
-        """Rooms left on a night; a night past the open window (a long stay reaching it) opens with every room."""
-        left = self._left.get(key)
-        if left is None:
-            left = self._left[key] = self.market.capacity_at(key[0], key[1])
-        return left
-
-    def _stay_left(self, key: Key, nights: int) -> tuple[int, ...]:
-        return tuple(self._night_left(k) for k in self._held(key, nights))
-
     def _on_view(self, ms: int, shopper: Shopper) -> list[Record]:
         m, key, s = self.market, shopper.key, shopper.s
         ts = ms / 1000.0
         if ts >= m.checkin_ts(key[2]):
             return []  # too late: the shopper sees no offer
-        stay_left = self._stay_left(key, shopper.nights)
+        stay_left = self._nights.stay_left(key, shopper.nights)
         left = min(stay_left)
         if left <= 0:
             return []  # sold out on some night of the stay: the shopper sees no offer
@@ -336,7 +271,7 @@ class Simulation:
     def _quote(
         self, values: dict[str, Any], key: Key, s: int, channel: str, nights: int, stay_left: tuple[int, ...]
     ) -> float:
-        if self.policy is None:
+        if self.policy is None or not self.scope.prices_by_policy(key):
             return self.market.reference_at(key[0], key[1])
         offer = Offer(
             values["hotel_id"],
@@ -359,11 +294,11 @@ class Simulation:
     def _on_book(self, ms: int, shopper: Shopper, price: float) -> list[Record]:
         key, rooms = shopper.key, shopper.rooms
         checkin_ms = self.market.checkin_ts(key[2]) * 1000.0
-        held = self._held(key, shopper.nights)
-        if ms >= checkin_ms or any(self._night_left(k) < rooms for k in held):
+        held = self._nights.held(key, shopper.nights)
+        if ms >= checkin_ms or any(self._nights.night_left(k) < rooms for k in held):
             return []  # sold out (or closed) while the guest was checking out: a lost sale
         for k in held:
-            self._left[k] -= rooms
+            self._nights.left[k] -= rooms
         values = self._stay(ms, key)
         booking_id = self._ids()
         values.update(
@@ -383,9 +318,9 @@ class Simulation:
         return [build(BookingEvent, values), *(self._inventory(ms, k) for k in held)]
 
     def _on_cancel(self, ms: int, key: Key, booking_id: object, rooms: int, nights: int) -> list[Record]:
-        held = self._held(key, nights)
+        held = self._nights.held(key, nights)
         for k in held:
-            self._left[k] = self._night_left(k) + rooms
+            self._nights.left[k] = self._nights.night_left(k) + rooms
         values = self._stay(ms, key)
         values.update(event_type="cancellation", booking_id=booking_id, rooms=rooms)
         return [build(CancellationEvent, values), *(self._inventory(ms, k) for k in held)]
@@ -393,7 +328,7 @@ class Simulation:
     def _inventory(self, ms: int, key: Key) -> Record:
         values = self._stay(ms, key)
         values.update(
-            event_type="inventory", rooms_left=self._left[key], capacity=self.market.capacity_at(key[0], key[1])
+            event_type="inventory", rooms_left=self._nights.left[key], capacity=self.market.capacity_at(key[0], key[1])
         )
         return build(InventoryEvent, values)
 
@@ -403,6 +338,16 @@ class Simulation:
         rate = m.comp_rates(key[0], key[1], key[2], m.comp_bucket(ms / 1000.0))[j]
         values.update(event_type="competitor_rate", competitor_id=f"{values['hotel_id']}-c{j}", rate=rate)
         return build(CompetitorRateEvent, values)
+
+
+def _check_run(start: datetime, duration: timedelta, max_events: int | None) -> None:
+    """Refuse a naive start, a non-positive duration and a negative event limit (field, value, expectation)."""
+    if start.tzinfo is None:
+        raise SimulatorError(field="start", value=start, expected="a timezone-aware datetime")
+    if duration <= timedelta(0):
+        raise SimulatorError(field="duration", value=duration, expected="a positive timedelta")
+    if max_events is not None and max_events < 0:
+        raise SimulatorError(field="max_events", value=max_events, expected="None or a non-negative count")
 
 
 def _dt(ms: int) -> datetime:

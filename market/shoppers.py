@@ -19,6 +19,9 @@ from market.market import Market
 
 Key = tuple[int, int, int]  # (hotel index, room index, stay-date ordinal)
 
+_VIEW_DELAY_S = (5.0, 40.0)  # minimum and mean extra seconds from search to view
+_BOOK_DELAY_S = (30.0, 240.0)  # minimum and mean extra seconds from view to booking
+
 
 class Offer(NamedTuple):
     """What a pricing policy sees when a shopper is about to view a room."""
@@ -42,6 +45,8 @@ Policy = Callable[[Offer], float]
 
 
 class Shopper(NamedTuple):
+    """Every random choice one shopper will need, drawn at arrival (see :meth:`SegmentDraws.shopper`)."""
+
     key: Key
     s: int
     channel: str
@@ -84,3 +89,21 @@ class SegmentDraws:
     def nights(self, s: int, u: float) -> int:
         lq = self.log_q[s]
         return 1 if lq == 0.0 else min(60, 1 + int(math.log(1.0 - u) / lq))
+
+    def shopper(self, key: Key, s: int, rnd: Callable[[], float], view_prob: float) -> Shopper:
+        """Every random choice a shopper of segment ``s`` will need, drawn now from ``rnd``.
+
+        Drawing them up front, in an order that no policy can change, gives
+        common random numbers: two policies run with the same seed face the
+        same shoppers with the same willingness (``u_book``) and the same plans.
+        """
+        channel, nights = self.channel(s, rnd()), self.nights(s, rnd())
+        lo, hi = self.rooms[s]
+        rooms = lo + int(rnd() * (hi - lo + 1))
+        views = rnd() < view_prob
+        view_delay = int((_VIEW_DELAY_S[0] - _VIEW_DELAY_S[1] * math.log(1.0 - rnd())) * 1000)
+        book_delay = int((_BOOK_DELAY_S[0] - _BOOK_DELAY_S[1] * math.log(1.0 - rnd())) * 1000)
+        u_book, u_cancel, cancel_at = rnd(), rnd(), rnd()
+        return Shopper(
+            key, s, channel, nights, rooms, view_delay if views else -1, u_book, book_delay, u_cancel, cancel_at
+        )
