@@ -347,7 +347,8 @@ def http_app(path: ServingPath, service: ServiceConfig | None = None) -> FastAPI
     ``service`` (``Settings.http_service``) adds keys, rate limits and the ops-port split.
     """
     from pricing.groups import GroupQuoter
-    from serving.http import ServiceConfig, create_app, feature_probe
+    from serving.health import feature_probe
+    from serving.http import ServiceConfig, create_app
 
     max_body, max_batch = path.http_limits
     config = service or ServiceConfig(max_body_bytes=max_body, max_batch=max_batch)
@@ -382,7 +383,7 @@ def serve_http(path: ServingPath, *, host: str, port: int, service: ServiceConfi
     """
     import uvicorn
 
-    from serving.http import create_ops_app, feature_probe
+    from serving.health import create_ops_app, feature_probe
 
     ops_server = None
     if ops is not None:

@@ -2,7 +2,7 @@
 
 Routes: ``POST /v1/price``, ``POST /v1/price:batch``, ``GET /healthz``,
 ``GET /metrics`` (Prometheus text) and ``GET /openapi.json``. ``/healthz`` and ``/metrics``
-can move to a separate ops app (:func:`create_ops_app`, its own port).
+can move to a separate ops app (:func:`serving.health.create_ops_app`, its own port).
 
 Security (:mod:`serving.auth`): with a keys file, ``/v1/`` needs an API key (401 without a
 valid one; the file is re-read when it changes); with a rate limit, a client above it gets
@@ -44,27 +44,20 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
-import math
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from datetime import date
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import PlainTextResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST
+from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from events.models import PricingDecision
-from events.redact import redact, redact_exception
-from pricing.errors import FeatureStoreUnavailable
-from pricing.feature_source import FeatureSource
 from pricing.groups import GroupQuoter
 from pricing.metrics import ScorerMetrics
 from pricing.pricer import Pricer
@@ -72,20 +65,14 @@ from serving.auth import KeyRing, RateLimiter, SecurityGate, refused_counter
 from serving.body import from_validation_errors, parse_body
 from serving.errors import BadRequest, FieldError, error_json
 from serving.groups import GroupAudit, add_group_route
-from serving.openapi import ERROR_RESPONSES, HEALTH_RESPONSES, METRICS_RESPONSES, Health, documented_openapi
+from serving.health import Probe, add_ops_routes, default_probes
+from serving.openapi import ERROR_RESPONSES, documented_openapi
 from serving.openapi import request_body as spec_request_body
 
 MAX_DEADLINE_MS = 10_000.0
 """Largest ``X-Deadline-Ms`` accepted: longer budgets only hide a stuck dependency."""
 
-PROBE_KEY = ("\x00healthz", "\x00", date(2000, 1, 1))
-"""Stay key the health probe reads: no real hotel has it (NUL is outside the contract's ``hotel_id``),
-so the probe costs one round trip of the very kind a decision makes, and finds nothing."""
-
 _KNOWN_ROUTES = frozenset({"/v1/price", "/v1/price:batch", "/healthz", "/metrics", "/openapi.json", "/docs"})
-
-Probe = Callable[[], None]
-"""A health check: returns when the dependency works, raises when it does not."""
 
 _DeadlineHeader = Annotated[
     float | None, Header(alias="X-Deadline-Ms", gt=0, le=MAX_DEADLINE_MS, description="time budget of this request, ms")
@@ -105,7 +92,7 @@ class ServiceConfig(BaseModel):
             (one costs ~150 ms with them on this machine, a stall the p99.9 would show).
         keys_file: API keys file (:class:`~serving.auth.KeyStore`); None: ``/v1/`` needs no key.
         rate_limit: per-client limits (``"100/second;2000/minute"``); None: unlimited.
-        ops_routes: serve ``/healthz`` and ``/metrics`` here (False: they live on :func:`create_ops_app`).
+        ops_routes: serve ``/healthz`` and ``/metrics`` here (False: they live on :func:`serving.health.create_ops_app`).
         tls_cert: PEM certificate of the pricing port; with ``tls_key`` the server speaks HTTPS only.
         tls_key: its unencrypted PEM private key.
         group_margin: ``/v1/quote:group``'s recommended rate above the displacement minimum (0.1: +10%).
@@ -261,61 +248,6 @@ async def _frozen_gc(app: FastAPI) -> AsyncIterator[None]:
     yield
 
 
-def feature_probe(source: FeatureSource) -> Probe:
-    """A probe that reads :data:`PROBE_KEY` from ``source`` (a :class:`~pricing.feature_source.FeatureSource`)."""
-
-    def probe() -> None:
-        source.read(*PROBE_KEY)
-
-    return probe
-
-
-def default_probes(scorer: object) -> dict[str, Probe]:
-    """The scorer's feature source, named after its class (``RedisFeatureSource`` -> ``redis``).
-
-    A rollout serves through arms that share the incumbent's source: that one is probed.
-    """
-    source = getattr(scorer, "feature_source", None)
-    if source is None:
-        source = getattr(getattr(getattr(scorer, "arms", None), "incumbent", None), "feature_source", None)
-    if source is None:
-        return {}
-    name = type(source).__name__.removesuffix("FeatureSource").lower() or "feature_store"
-    return {name: feature_probe(source)}
-
-
-def health_report(scorer: Pricer, probes: Mapping[str, Probe]) -> tuple[int, dict[str, Any]]:
-    """``(status code, body)`` of ``/healthz``: 503 while a probe fails or the audit log cannot be written."""
-    health = dict(scorer.health())
-    failing: list[str] = []
-    if health.get("audit_failing"):
-        failing.append("audit: the decision log cannot be written")
-    for name, probe in probes.items():
-        try:
-            probe()
-        except FeatureStoreUnavailable as exc:
-            failing.append(f"{name}: {redact(str(exc))}")
-        except Exception as exc:  # noqa: BLE001 - a probe reports any failure; /healthz itself must answer
-            failing.append(f"{name}: {redact_exception(exc)}")
-    if failing:
-        health.update(status="degraded", reason="; ".join(failing))
-        return 503, health
-    if health.get("status") != "ok":  # served, but by rules alone: say so, stay in rotation
-        health["reason"] = "no light model loaded: rules prices only"
-    return 200, health
-
-
-def _finite(value: object) -> object:
-    """``value`` with non-finite floats as ``None`` (a threshold at infinity must not turn /healthz into a 500)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
 DOCS_ASSETS = "/docs/assets"
 """Where Swagger UI's scripts and styles are served from, out of the ``swagger_ui_bundle`` package."""
 
@@ -370,7 +302,7 @@ def create_app(
     if groups is not None:
         add_group_route(app, groups, audit=group_audit, horizon_days=config.group_horizon_days)
     if config.ops_routes:
-        _add_ops_routes(app, scorer, checks)
+        add_ops_routes(app, scorer, checks)
     keys = KeyRing(config.keys_file) if config.keys_file is not None else None
     limiter = RateLimiter(config.rate_limit) if config.rate_limit else None
     if keys is not None or limiter is not None:
@@ -411,36 +343,3 @@ def _add_price_routes(app: FastAPI, scorer: Pricer, config: ServiceConfig) -> No
         decisions = await run_in_threadpool(scorer.price_batch, body, deadline_ms=budget)
         raw = b"[" + b",".join(d.__pydantic_serializer__.to_json(d) for d in decisions) + b"]"
         return Response(raw, media_type="application/json")
-
-
-def _add_ops_routes(app: FastAPI, scorer: Pricer, checks: Mapping[str, Probe]) -> None:
-    @app.get("/healthz", summary="Liveness, dependencies and models in force", response_model=Health,
-             responses=HEALTH_RESPONSES)
-    def healthz() -> Response:
-        status, health = health_report(scorer, checks)
-        return Response(json.dumps(_finite(health), allow_nan=False, default=str), status_code=status,
-                        media_type="application/json")
-
-    @app.get("/metrics", summary="Prometheus metrics", response_class=PlainTextResponse, responses=METRICS_RESPONSES)
-    def metrics() -> Response:
-        return Response(scorer.stats.render(), media_type=CONTENT_TYPE_LATEST)
-
-
-def create_ops_app(scorer: Pricer, *, probes: Mapping[str, Probe] | None = None) -> FastAPI:
-    """``/healthz`` and ``/metrics`` of ``scorer`` alone, to bind apart from the pricing port.
-
-    Example:
-        >>> from fastapi.testclient import TestClient
-        >>> from pricing.feature_source import MemoryFeatureSource
-        >>> from pricing.rules import RuleSet
-        >>> from pricing.scorer import Scorer, ScorerConfig
-        >>> from routing.router import TieredRouter
-        >>> scorer = Scorer(ScorerConfig(), rules=RuleSet.from_yaml("min_price: 50\\nmax_price: 500\\n"),
-        ...                 feature_source=MemoryFeatureSource(), light=None, heavy=None, router=TieredRouter())
-        >>> ops = TestClient(create_ops_app(scorer))
-        >>> ops.get("/healthz").status_code, ops.post("/v1/price", json={}).status_code
-        (200, 404)
-    """
-    app = FastAPI(title="pricestream ops", version="1", docs_url=None, redoc_url=None, openapi_url=None)
-    _add_ops_routes(app, scorer, default_probes(scorer) if probes is None else dict(probes))
-    return app

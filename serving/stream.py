@@ -188,7 +188,7 @@ class ScoreStep(Step[PricingRequest]):
 
     def health(self) -> dict[str, str | None]:
         """The scorer's feature source, probed the way ``serve``'s ``/healthz`` probes it."""
-        from serving.http import default_probes  # the HTTP layer owns the probe; imported only when asked
+        from serving.health import default_probes  # the HTTP layer owns the probe; imported only when asked
 
         out: dict[str, str | None] = {}
         for name, probe in default_probes(self.scorer).items():
