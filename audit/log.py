@@ -39,95 +39,30 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pydantic import SecretStr
-
-from audit.anchors import AnchorFile, anchors_path, mac_hex, resolve_key
+from audit.anchors import AnchorFile, anchors_path, resolve_key
+from audit.chain import GENESIS_HASH as GENESIS_HASH
+from audit.chain import AuditKey as AuditKey
+from audit.chain import canonical_json as canonical_json
+from audit.chain import chain_hash as chain_hash
+from audit.chain import input_digest as input_digest
+from audit.chain import sha256_hex as sha256_hex
 from audit.errors import AuditLogError
+from audit.files import RepairResult as RepairResult
+from audit.files import head_mac as head_mac
+from audit.files import head_path as head_path
+from audit.files import last_entry, write_head
+from audit.files import repair as repair
 from events.models import PricingDecision, PricingRequest
-
-AuditKey = str | bytes | SecretStr | None
-"""An audit MAC key: a secret from settings, raw bytes, or None for the development key."""
-
-GENESIS_HASH = "0" * 64
-"""``prev_hash`` of the first entry of a log."""
-
-_TAIL_CHUNK = 64 * 1024
-"""Bytes read from the end of an existing log to find its last entry on reopen."""
-
-
-def canonical_json(obj: object) -> str:
-    """Canonical JSON: sorted keys, no spaces, non-finite floats spelled as strings.
-
-    Example:
-        >>> canonical_json({"b": 1, "a": [float("nan"), 2.5]})
-        '{"a":["NaN",2.5],"b":1}'
-    """
-    try:  # nearly every body is plain JSON already: one C-level dump, no walk
-        return _CANONICAL.encode(obj)
-    except (ValueError, TypeError):  # a non-finite float (or a mapping json cannot take): spelled out, then dumped
-        return _CANONICAL.encode(_finite(obj))
-
-
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-"""The one encoder of the canonical form: the writer's and the verifier's text must be the same bytes."""
-
-
-def _finite(obj: object) -> object:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return "NaN" if math.isnan(obj) else ("Infinity" if obj > 0 else "-Infinity")
-    if isinstance(obj, Mapping):
-        return {str(k): _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    return obj
-
-
-def sha256_hex(text: str) -> str:
-    """Hex sha256 of a UTF-8 string."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def chain_hash(prev_hash: str, body: Mapping[str, Any], key: AuditKey = None) -> str:
-    """MAC of an entry: ``HMAC-SHA256(key, prev_hash + canonical(body))`` (``body`` excludes ``hash``).
-
-    Example:
-        >>> chain_hash(GENESIS_HASH, {"seq": 1}, "k") == chain_hash(GENESIS_HASH, {"seq": 1}, "other")
-        False
-    """
-    return mac_hex(resolve_key(key), prev_hash + canonical_json(body))
-
-
-def input_digest(request: PricingRequest, features: Mapping[str, float | None]) -> str:
-    """sha256 of the canonical decision input (the request and the features it saw)."""
-    return sha256_hex(canonical_json({"request": request.model_dump(mode="json"), "features": dict(features)}))
-
-
-@dataclass(frozen=True, slots=True)
-class RepairResult:
-    """What :func:`repair` did.
-
-    Attributes:
-        dropped_bytes: bytes cut off the end (0: the log was intact).
-        last_seq: seq of the last entry kept.
-        saved_to: where the dropped bytes were saved (None when nothing was dropped).
-    """
-
-    dropped_bytes: int
-    last_seq: int
-    saved_to: Path | None = None
 
 
 class AuditLog:
@@ -184,7 +119,7 @@ class AuditLog:
         self._last_anchor = float("-inf")
         self._on_anchor = on_anchor
         self.repaired = repair(self.path) if repair_torn else None
-        self._seq, self._last_hash = _last_entry(self.path)
+        self._seq, self._last_hash = last_entry(self.path)
         self._file = self.path.open("a", encoding="utf-8", newline="\n")
         self._last_sync = time.monotonic()
         self._unsynced = False
@@ -312,7 +247,7 @@ class AuditLog:
             self._file.flush()
             if sync:
                 os.fsync(self._file.fileno())
-                _write_head(self.path, self._seq, self._last_hash, self._key)
+                write_head(self.path, self._seq, self._last_hash, self._key)
                 self._last_sync = time.monotonic()
                 self._unsynced = False
                 if anchor or self._last_sync - self._last_anchor >= self._anchor_interval:
@@ -331,108 +266,3 @@ class AuditLog:
         self._last_anchor = time.monotonic()
         if self._on_anchor is not None:
             self._on_anchor(record)
-
-
-def head_path(path: str | Path) -> Path:
-    """Where the durable head (last fsynced seq and hash) of a log lives."""
-    path = Path(path)
-    return path.with_name(path.name + ".head")
-
-
-def head_mac(key: bytes, seq: int, digest: str) -> str:
-    return mac_hex(key, canonical_json({"head": True, "seq": seq, "hash": digest}))
-
-
-def _write_head(path: Path, seq: int, digest: str, key: bytes) -> None:
-    target = head_path(path)
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(canonical_json({"seq": seq, "hash": digest, "mac": head_mac(key, seq, digest)}),
-                   encoding="utf-8")
-    os.replace(tmp, target)
-
-
-def _tail(path: Path) -> tuple[int, bytes]:
-    """(offset of the chunk, last ``_TAIL_CHUNK`` bytes of the file)."""
-    with path.open("rb") as handle:
-        size = handle.seek(0, os.SEEK_END)
-        start = max(0, size - _TAIL_CHUNK)
-        handle.seek(start)
-        return start, handle.read()
-
-
-def _parse_entry(raw: bytes) -> dict[str, Any] | None:
-    """The entry of one line (``b"\n"`` stripped), or None if it is not one."""
-    try:
-        entry = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return None
-    if not isinstance(entry, dict) or not isinstance(entry.get("seq"), int) or "hash" not in entry:
-        return None
-    return entry
-
-
-def _torn_tail(path: Path) -> tuple[int, int]:
-    """(offset where a torn tail starts, its length); (size, 0) when the log ends with a complete line.
-
-    A torn tail is what follows the last ``b"\n"`` when it is not a complete entry (a write cut short).
-    """
-    start, tail = _tail(path)
-    end = tail.rfind(b"\n") + 1  # 0 when the chunk holds no newline
-    rest = tail[end:]
-    if not rest or _parse_entry(rest) is not None:
-        return start + len(tail), 0
-    return start + end, len(rest)
-
-
-def repair(path: str | Path) -> RepairResult:
-    """Cut a torn last line (a crash in the middle of a write) off the log, saving its bytes aside.
-
-    Only bytes after the last newline that do not form an entry are removed, never a complete
-    entry; a broken complete line is tampering or corruption, which :func:`audit.verify.verify` reports.
-
-    Example:
-        >>> import tempfile, pathlib
-        >>> from audit.verify import verify
-        >>> path = pathlib.Path(tempfile.mkdtemp()) / "audit.jsonl"
-        >>> with AuditLog(path) as log:
-        ...     _ = log.append_entry({"tier": "rules"})
-        >>> with path.open("ab") as f:
-        ...     _ = f.write(b'{"seq": 2, "ti')
-        >>> verify(path).torn_tail
-        True
-        >>> r = repair(path)
-        >>> r.dropped_bytes, r.last_seq, verify(path).ok
-        (14, 1, True)
-    """
-    path = Path(path)
-    if not path.exists() or path.stat().st_size == 0:
-        return RepairResult(0, 0)
-    cut, length = _torn_tail(path)
-    saved = None
-    if length:
-        with path.open("r+b") as handle:
-            handle.seek(cut)
-            torn = handle.read()
-            stamp = datetime.now(tz=UTC).strftime("%Y%m%dT%H%M%S%fZ")
-            saved = path.with_name(f"{path.name}.torn-{stamp}")
-            saved.write_bytes(torn)
-            handle.truncate(cut)
-            handle.flush()
-            os.fsync(handle.fileno())
-    return RepairResult(length, _last_entry(path)[0], saved)
-
-
-def _last_entry(path: Path) -> tuple[int, str]:
-    """Seq and hash of the last entry of an existing log, read from its tail (lines split on b"\n")."""
-    if not path.exists() or path.stat().st_size == 0:
-        return 0, GENESIS_HASH
-    _, tail = _tail(path)
-    lines = [line for line in tail.split(b"\n") if line.strip()]
-    last = _parse_entry(lines[-1]) if lines else None
-    if last is None:
-        msg = (f"audit log {str(path)!r}: last line is not an audit entry; expected a valid log "
-               "(run `pricestream audit verify`, then `pricestream audit repair` for a torn last line)")
-        raise AuditLogError(msg)
-    return int(last["seq"]), str(last["hash"])
-
-

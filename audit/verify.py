@@ -1,7 +1,7 @@
 """Verification of the decision log: the hash chain, each entry's MAC, the head file and the anchors.
 
 :func:`verify` walks the log once and names the first bad entry and the last intact one; it reads
-what :class:`~audit.log.AuditLog` writes and never changes it (``audit repair`` does, in :mod:`audit.log`).
+what :class:`~audit.log.AuditLog` writes and never changes it (``audit repair`` does, :func:`audit.files.repair`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from audit.anchors import Anchors, anchors_path, read_anchors, resolve_key
-from audit.log import GENESIS_HASH, AuditKey, canonical_json, chain_hash, head_mac, head_path
+from audit.chain import GENESIS_HASH, AuditKey, canonical_json, chain_hash
+from audit.files import head_mac, head_path
 
 
 @dataclass(frozen=True, slots=True)

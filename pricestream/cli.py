@@ -236,7 +236,7 @@ def audit_repair(
     = None,
 ) -> None:
     """Cut a torn last line (a crash in the middle of a write) off the log; its bytes are saved aside."""
-    from audit.log import repair
+    from audit.files import repair
 
     target = path or settings().audit()
     if not target.exists():
