@@ -42,6 +42,7 @@ from numpy.typing import NDArray
 from market._noise import noises, unit
 from market.config import MarketConfig
 from market.errors import SimulatorError, UnknownKeyError
+from market.revenue import bookings_before, revenue_curve
 
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 _DAY_S = 86_400.0
@@ -87,7 +88,7 @@ class Market:
         self.seg_premium = [s.last_minute_premium for s in segs]
         self.seg_weight = [(s.rooms[0] + s.rooms[1]) / 2.0 * s.nights_mean for s in segs]
         self.seg_lead_mean = np.array([s.lead_mean_days for s in segs])
-        self._lead_norm = 1.0 - np.exp(-cfg.horizon_days / self.seg_lead_mean)
+        self.lead_norm = 1.0 - np.exp(-cfg.horizon_days / self.seg_lead_mean)
         week = [sum(s.share * s.dow_weights[d] for s in segs) for d in range(7)]
         self._dow_norm = sum(week) / 7.0
         self._capacity = [
@@ -181,7 +182,7 @@ class Market:
         """Per segment booking-window density (per day) at ``lead_days``; shape ``lead.shape + (segments,)``."""
         lead = np.asarray(lead_days, dtype=float)[..., None]
         inside = (lead > 0.0) & (lead <= self.config.horizon_days)
-        dens = np.exp(-np.clip(lead, 0.0, None) / self.seg_lead_mean) / (self.seg_lead_mean * self._lead_norm)
+        dens = np.exp(-np.clip(lead, 0.0, None) / self.seg_lead_mean) / (self.seg_lead_mean * self.lead_norm)
         return np.where(inside, dens, 0.0)
 
     def diurnal(self, ts: float | NDArray[Any]) -> float | NDArray[Any]:
@@ -256,8 +257,7 @@ class Market:
 
         ``offset`` replaces the channel's logit offset when given.
         """
-        lead = max((self.checkin_ts(ordinal) - ts) / _DAY_S, 0.0)
-        wtp = self.wtp_base(h, r, ordinal) * (1.0 + self.seg_premium[s] * math.exp(-lead / _LAST_MINUTE_DAYS))
+        wtp = self.wtp(h, r, ordinal, max((self.checkin_ts(ordinal) - ts) / _DAY_S, 0.0), s)
         x = (
             self.seg_alpha[s]
             + (self.config.channel_offsets[channel] if offset is None else offset)
@@ -265,6 +265,10 @@ class Market:
             - self.config.competitor_sensitivity * math.log(price / comp)
         )
         return self.seg_intent[s] * _sigmoid(x)
+
+    def wtp(self, h: int, r: int, ordinal: int, lead: float, s: int) -> float:
+        """Segment ``s``'s willingness-to-pay level for the night at ``lead`` days: the last-minute premium on top."""
+        return self.wtp_base(h, r, ordinal) * (1.0 + self.seg_premium[s] * math.exp(-lead / _LAST_MINUTE_DAYS))
 
     def booking_prob(
         self,
@@ -297,28 +301,7 @@ class Market:
         self, h: int, r: int, ordinal: int, ts: float, prices: NDArray[Any], *, channel: str | None = None
     ) -> NDArray[Any]:
         """Expected revenue per offer view at each price, segments mixed by arrival share (and channel)."""
-        mix = self.segment_mix(h, r, ordinal, ts, channel)
-        comp = self.comp_median(h, r, ordinal, ts)
-        lead = max((self.checkin_ts(ordinal) - ts) / _DAY_S, 0.0)
-        offsets = self.config.channel_offsets
-        total = np.zeros_like(prices, dtype=float)
-        logp = np.log(prices)
-        for s, seg in enumerate(self.config.segments):
-            if mix[s] <= 0.0:
-                continue
-            wtp = self.wtp_base(h, r, ordinal) * (1.0 + self.seg_premium[s] * math.exp(-lead / _LAST_MINUTE_DAYS))
-            chans = {channel: 1.0} if channel is not None else seg.channels
-            norm = sum(chans.values())
-            for ch, wch in chans.items():
-                x = (
-                    self.seg_alpha[s]
-                    + offsets[ch]
-                    - self.seg_elasticity[s] * (logp - math.log(wtp))
-                    - self.config.competitor_sensitivity * (logp - math.log(comp))
-                )
-                p = self.seg_intent[s] / (1.0 + np.exp(-np.clip(x, -700.0, 700.0)))
-                total += mix[s] * wch / norm * self.seg_weight[s] * p
-        return np.asarray(total * prices)
+        return revenue_curve(self, h, r, ordinal, ts, prices, channel=channel)
 
     def expected_revenue(
         self,
@@ -387,25 +370,7 @@ class Market:
         Net of cancellations when ``config.warm_start_net``; with ``ts`` just before check-in, the rooms a
         night holds at check-in under the static price, before capacity (``calibration`` reads occupancy so).
         """
-        cfg = self.config
-        lead = (self.checkin_ts(ordinal) - ts) / _DAY_S
-        if lead <= 0 or lead >= cfg.horizon_days:
-            return 0.0
-        factors = self.night_factors(h, r, ordinal)
-        ref, comp = self._reference[h][r], self.comp_median(h, r, ordinal, ts)
-        total = 0.0
-        for s, seg in enumerate(cfg.segments):
-            m = float(self.seg_lead_mean[s])
-            mass = (math.exp(-lead / m) - math.exp(-cfg.horizon_days / m)) / float(self._lead_norm[s]) * factors[s] * 24
-            # one probability at the segment's mean channel offset: close enough for a warm start
-            offset = sum(w * cfg.channel_offsets[ch] for ch, w in seg.channels.items()) / sum(seg.channels.values())
-            p = self.prob(h, r, ordinal, ts, ref, s, "web", comp, offset=offset)
-            # a stay holding every night: the night also carries the earlier check-ins' stays, about as
-            # many as its own check-ins times their mean stay (neighbouring nights alike)
-            held = seg.nights_mean if cfg.stays_hold_nights else 1.0
-            kept = 1.0 - seg.cancel_rate if cfg.warm_start_net else 1.0
-            total += mass * cfg.view_prob * p * (seg.rooms[0] + seg.rooms[1]) / 2.0 * held * kept
-        return total
+        return bookings_before(self, h, r, ordinal, ts)
 
 
 def _ts(at: datetime) -> float:
