@@ -185,7 +185,7 @@ public final class EntityStateSerializer extends TypeSerializer<TileAggregator.E
             int slots = in.readInt();
             st.starts[v] = new long[slots];
             st.tiles[v] = new TileAggregator.Tile[slots];
-            st.occupied[v] = new long[TileAggregator.words(slots)];
+            st.occupied[v] = new long[TileWindows.words(slots)];
             int occupied = in.readInt();
             for (int t = 0; t < occupied; t++) {
                 int slot = in.readInt();

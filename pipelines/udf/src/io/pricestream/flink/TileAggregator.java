@@ -1,9 +1,7 @@
 package io.pricestream.flink;
 
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashSet;
-import java.util.Map;
 
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
@@ -67,7 +65,7 @@ public class TileAggregator extends AbstractStreamOperator<Row>
      * One entity's tiles, newest event time, version and publish time, and what changed since the last flush.
      *
      * <p>A view's live tiles are a contiguous run of tile starts, {@code floor(anchor) - window} to
-     * {@code floor(anchor)}, so they sit in a ring of {@link #slots} slots: the tile that starts at
+     * {@code floor(anchor)}, so they sit in a ring of {@link TileWindows#slots} slots: the tile that starts at
      * {@code s} is in slot {@code (s / tile) mod slots}. A slot holding an older start holds a tile
      * that left the window (it is a whole ring behind): it is replaced or skipped, never merged.
      */
@@ -97,36 +95,9 @@ public class TileAggregator extends AbstractStreamOperator<Row>
             for (int v = 0; v < slots.length; v++) {
                 starts[v] = new long[slots[v]];
                 tiles[v] = new Tile[slots[v]];
-                occupied[v] = new long[words(slots[v])];
+                occupied[v] = new long[TileWindows.words(slots[v])];
             }
         }
-    }
-
-    /** Words of a ring's occupancy bitmap. */
-    static int words(int slots) {
-        return (slots + 63) >>> 6;
-    }
-
-    /** The first set bit of {@code bits} at or after {@code from} and before {@code limit}, or -1. */
-    static int nextOccupied(long[] bits, int from, int limit) {
-        if (from >= limit) {
-            return -1;
-        }
-        int w = from >>> 6;
-        long word = bits[w] & (-1L << (from & 63));
-        while (word == 0) {
-            if (++w << 6 >= limit) {
-                return -1;
-            }
-            word = bits[w];
-        }
-        int i = (w << 6) + Long.numberOfTrailingZeros(word);
-        return i < limit ? i : -1;
-    }
-
-    /** Slots of a view's ring: every tile start that can be in its window, {@code ceil(window / tile) + 1}. */
-    static int slots(TileSpec.View view) {
-        return (int) ((view.windowMs + view.tileMs - 1) / view.tileMs) + 1;
     }
 
     /** A tile's partials (in the view's order) and, for competitor-rate views, per competitor {rate, time, offset}. */
@@ -221,7 +192,7 @@ public class TileAggregator extends AbstractStreamOperator<Row>
             }
             int[] slots = new int[group.views.size()];
             for (int v = 0; v < slots.length; v++) {
-                slots[v] = slots(group.views.get(v));
+                slots[v] = TileWindows.slots(group.views.get(v));
             }
             st = new EntityState(keys, slots);
         }
@@ -232,23 +203,14 @@ public class TileAggregator extends AbstractStreamOperator<Row>
         for (int v = 0; v < group.views.size(); v++) {
             TileSpec.View view = group.views.get(v);
             long start = time - Math.floorMod(time, view.tileMs);
-            if (start < floorOf(view, anchor)) {
+            if (start < TileWindows.floorOf(view, anchor)) {
                 continue;  // the tile left this view's window for good
             }
-            long[] starts = st.starts[v];
-            Tile[] ring = st.tiles[v];
-            int slot = (int) Math.floorMod(Math.floorDiv(start, view.tileMs), (long) ring.length);
-            Tile tile = ring[slot];
-            if (tile == null || starts[slot] != start) {
-                if (tile != null && starts[slot] > start) {
-                    continue;  // cannot happen (start is in the window): the slot's newer tile wins
-                }
-                tile = new Tile(view.partials.size(), view.rates);  // the slot's older tile left the window
-                ring[slot] = tile;
-                starts[slot] = start;
-                st.occupied[v][slot >>> 6] |= 1L << (slot & 63);
+            Tile tile = TileWindows.tileAt(st, v, view, start);
+            if (tile == null) {
+                continue;
             }
-            accumulate(view, tile, row, time, offset);
+            TileWindows.accumulate(spec, view, tile, row, time, offset);
             st.changed[v] = true;
         }
         st.anchor = anchor;
@@ -297,42 +259,6 @@ public class TileAggregator extends AbstractStreamOperator<Row>
         }
     }
 
-    private static long floorOf(TileSpec.View view, long anchor) {
-        return anchor - Math.floorMod(anchor, view.tileMs) - view.windowMs;
-    }
-
-    private void accumulate(TileSpec.View view, Tile tile, Row row, long time, long offset) {
-        double[] p = tile.p;
-        for (int i = 0; i < p.length; i++) {
-            TileSpec.Partial partial = view.partials.get(i);
-            if (partial.column < 0) {
-                p[i] += 1.0;  // n: every event of the tile
-                continue;
-            }
-            Object value = row.getField(partial.column);
-            if (value == null) {
-                continue;
-            }
-            double x = ((Number) value).doubleValue();
-            switch (partial.kind) {
-                case SUM: p[i] += x; break;
-                case COUNT: p[i] += 1.0; break;
-                default: p[i] += x * x; break;
-            }
-        }
-        if (tile.rates != null) {
-            Object competitor = row.getField(spec.competitorIdx);
-            Object rate = row.getField(spec.rateIdx);
-            if (competitor != null && rate != null) {
-                double[] held = tile.rates.get((String) competitor);
-                // the newest rate of a competitor in the tile: greatest event time, then greatest offset
-                if (held == null || held[1] < time || (held[1] == time && held[2] < offset)) {
-                    tile.rates.put((String) competitor, new double[] {((Number) rate).doubleValue(), time, offset});
-                }
-            }
-        }
-    }
-
     /**
      * Emits the entity's rows. A group of one view emits its row when it changed; a group of several
      * emits one row for all of them (named after the group, the views' features one after another,
@@ -348,57 +274,12 @@ public class TileAggregator extends AbstractStreamOperator<Row>
                 continue;
             }
             TileSpec.View view = group.views.get(v);
-            long floor = floorOf(view, st.anchor);
-            long[] starts = st.starts[v];
-            Tile[] ring = st.tiles[v];
-            long[] occupied = st.occupied[v];
-            double[] totals = new double[view.partials.size()];
-            Map<String, Double> latest = view.rates ? new HashMap<>() : null;
-            // The occupied slots in ascending tile start: from the slot of the window's first tile
-            // start, round the ring (consecutive starts are consecutive slots), so a newer tile's rate
-            // wins and the sums add in time order. A slot below the floor holds a tile that left the window.
-            long first = floor + Math.floorMod(-floor, view.tileMs);
-            int origin = (int) Math.floorMod(Math.floorDiv(first, view.tileMs), (long) ring.length);
-            for (int pass = 0; pass < 2; pass++) {
-                int from = pass == 0 ? origin : 0;
-                int limit = pass == 0 ? ring.length : origin;
-                for (int slot = nextOccupied(occupied, from, limit); slot >= 0;
-                     slot = nextOccupied(occupied, slot + 1, limit)) {
-                    Tile tile = ring[slot];
-                    if (starts[slot] < floor) {
-                        ring[slot] = null;
-                        occupied[slot >>> 6] &= ~(1L << (slot & 63));
-                        continue;
-                    }
-                    for (int i = 0; i < totals.length; i++) {
-                        totals[i] += tile.p[i];
-                    }
-                    if (latest != null) {
-                        for (Map.Entry<String, double[]> e : tile.rates.entrySet()) {
-                            latest.put(e.getKey(), e.getValue()[0]);
-                        }
-                    }
-                }
-            }
-            double[] rates = null;
-            if (latest != null) {
-                rates = new double[latest.size()];
-                int r = 0;
-                for (double rate : latest.values()) {
-                    rates[r++] = rate;
-                }
-                Arrays.sort(rates);
-            }
+            double[] values = TileWindows.values(st, v, view);  // the view's features in catalogue order
             st.changed[v] = false;
             if (whole) {
-                for (int i = 0; i < view.features.size(); i++) {
-                    all[at++] = value(view.features.get(i), totals, rates);
-                }
+                System.arraycopy(values, 0, all, at, values.length);
+                at += values.length;
                 continue;
-            }
-            double[] values = new double[view.features.size()];  // the view's features in catalogue order
-            for (int i = 0; i < values.length; i++) {
-                values[i] = value(view.features.get(i), totals, rates);
             }
             collect(st, view.name, values);
         }
@@ -413,33 +294,5 @@ public class TileAggregator extends AbstractStreamOperator<Row>
         Row row = Row.of(st.keys[0], st.keys.length > 1 ? st.keys[1] : null, st.keys.length > 2 ? st.keys[2] : null,
             view, st.anchor, st.version, st.publish, values);
         output.collect(record.replace(row));
-    }
-
-    /** A feature's value over the window's totals; NaN when it has none (no rate, no event). */
-    private static double value(TileSpec.Feature f, double[] totals, double[] rates) {
-        switch (f.op) {
-            case "sum":
-                return totals[f.sum];
-            case "comp_median": {
-                int m = rates.length;
-                if (m == 0) {
-                    return Double.NaN;
-                }
-                return m % 2 == 1 ? rates[m / 2] : (rates[m / 2 - 1] + rates[m / 2]) / 2.0;
-            }
-            case "comp_min":
-                return rates.length == 0 ? Double.NaN : rates[0];
-            default: {  // mean, std (population)
-                double n = totals[f.count];
-                if (n < 0.5) {
-                    return Double.NaN;
-                }
-                double mean = totals[f.sum] / n;
-                if ("mean".equals(f.op)) {
-                    return mean;
-                }
-                return Math.sqrt(Math.max(totals[f.squares] / n - mean * mean, 0.0));
-            }
-        }
     }
 }
