@@ -31,6 +31,9 @@ from events.catalog import ALL_FEATURES
 from events.redact import redact, redact_exception
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
+    from events.models import PricingRequest
     from pricing.rules import RuleOutcome
 
 FEATURE_STORE_UNAVAILABLE = "feature_store_unavailable"
@@ -162,6 +165,25 @@ class Deadline:
             return 0.0
         left = 1.0 - (time.perf_counter() - self._start) / self._budget_s
         return min(1.0, max(0.0, left))
+
+
+def unknown_room(request: PricingRequest, room_types: Mapping[str, tuple[str, ...]]) -> Degradation | None:
+    """A room type the hotel's profile does not list (None: listed, or the hotel lists none)."""
+    known = room_types.get(request.hotel_id)
+    if known is None or request.room_type in known:
+        return None
+    return Degradation(UNKNOWN_ROOM_TYPE, f"room_type {request.room_type!r} is not sold by hotel "
+                                          f"{request.hotel_id!r} (its room types: {list(known)})")
+
+
+def stale_features(request: PricingRequest, feature_time: datetime | None, limit: float | None) -> Degradation | None:
+    """Features older than ``limit`` seconds at the request (None: fresh, undated, or no limit)."""
+    if limit is None or feature_time is None:
+        return None
+    age = (request.request_time - feature_time).total_seconds()
+    if age <= limit:
+        return None
+    return Degradation(STALE_FEATURES, f"features are {age:.0f}s old, limit {limit:.0f}s")
 
 
 def unit_or_nan(value: object) -> float:

@@ -41,19 +41,28 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
-from events.models import PricingDecision, PricingRequest, Tier
+from events.models import PricingDecision, PricingRequest
 from pricing import degraded as dg
+from pricing.decision_assembly import PathResult, decision_of, model_id, trail_of
 from pricing.degraded import Deadline, Degradation, missing_features, sanitize_features
 from pricing.feature_source import FeatureRead, FeatureSource, MemoryFeatureSource, safe_read, safe_read_many
-from pricing.input_guard import InputGuard, InputGuardConfig
+from pricing.input_guard import InputGuard
 from pricing.metrics import ScorerMetrics
 from pricing.rules import RuleOutcome, RuleSet
+from pricing.scorer_config import ScorerConfig as ScorerConfig
+from pricing.scorer_seams import DecisionCallback as DecisionCallback
+from pricing.scorer_seams import DecisionSink as DecisionSink
+from pricing.scorer_seams import Enveloped as Enveloped
+from pricing.scorer_seams import ModelEntry as ModelEntry
+from pricing.scorer_seams import ModelSource as ModelSource
+from pricing.scorer_seams import Trail as Trail
+from pricing.scorer_seams import record_decision as record_decision
 from pricing.vectorize import BASE_RATE
 from routing.complexity import OOD_HALF, TrainingStats, complexity_score, inputs_from
 from routing.router import TieredRouter
@@ -75,152 +84,14 @@ __all__ = [
     "record_decision",
 ]
 
-DecisionCallback = Callable[[PricingRequest, PricingDecision], None]
-"""``on_decision(request, decision)``: e.g. publish the decision to ``pricing.decisions``."""
-
-
-class DecisionSink(Protocol):
-    """Where the audit trail of decisions goes (:class:`audit.log.AuditLog`).
-
-    ``append`` may raise anything (a closed log, a full disk): :func:`record_decision` counts it
-    and the price still goes back to the caller.
-    """
-
-    def append(
-        self,
-        *,
-        request: PricingRequest,
-        features: Mapping[str, float | None],
-        decision: PricingDecision,
-        models: Sequence[tuple[str, str | None]] = (),
-        candidates: Sequence[tuple[float, float]] = (),
-        feature_versions: Mapping[str, Any] | None = None,
-    ) -> str: ...
-
-
-class ModelEntry(Protocol):
-    """One promoted model version of a :class:`ModelSource`."""
-
-    @property
-    def version(self) -> str: ...
-
-    @property
-    def path(self) -> Path: ...
-
-
-@runtime_checkable
-class Enveloped(Protocol):
-    """A pricer that knows its training envelope: the share of a request's features outside it."""
-
-    def ood_distance(self, request: PricingRequest, features: Mapping[str, float | None]) -> float: ...
-
-
-class ModelSource(Protocol):
-    """The promoted models (:class:`feedback.registry.ModelRegistry`); ``generation`` moves on every change."""
-
-    @property
-    def generation(self) -> int: ...
-
-    def current(self, tier: str) -> ModelEntry | None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Trail:
-    """What the audit trail records of a decision besides the decision itself.
-
-    Attributes:
-        features: the features the decision saw (hashed with the request).
-        models: (name, version) of every model consulted, in order.
-        candidates: (price, booking probability) pairs the optimiser compared.
-        feature_label: label of the feature set (``features.v1``).
-    """
-
-    features: Mapping[str, float | None]
-    models: tuple[tuple[str, str | None], ...] = ()
-    candidates: tuple[tuple[float, float], ...] = ()
-    feature_label: str = "features.v1"
-
-
-def record_decision(
-    request: PricingRequest,
-    decision: PricingDecision,
-    trail: Trail,
-    *,
-    audit: DecisionSink | None,
-    on_decision: DecisionCallback | None,
-    stats: ScorerMetrics,
-) -> bool | None:
-    """Audit, then publish one decision; never raises. Returns whether the audit took it (None: no audit)."""
-    ok = None
-    if audit is not None:
-        try:
-            audit.append(
-                request=request,
-                features=trail.features,
-                decision=decision,
-                models=trail.models,
-                candidates=trail.candidates,
-                feature_versions={"label": trail.feature_label, "version": decision.feature_version},
-            )
-            ok = True
-        except Exception:  # noqa: BLE001 - a sink's failure (closed, disk full) must not take the price back
-            ok = False
-            stats.errors.labels(stage="audit").inc()
-    if on_decision is not None:
-        try:
-            on_decision(request, decision)
-        except Exception:  # noqa: BLE001 - a consumer's failure must not take the price back
-            stats.errors.labels(stage="on_decision").inc()
-    return ok
-
 SEEN_CAP = 1_000
 """Per-hotel request counts stop growing here: the cold-start test only needs "at least 30"."""
-
-
-class ScorerConfig(BaseModel):
-    """Scorer settings.
-
-    Attributes:
-        deadline_ms: time budget of one decision.
-        stale_after_s: features older than this are not trusted (rules price); ``None`` never.
-        degrade_on_deadline_fraction: skip a model when less than this share of the budget is left.
-        snapshot_id: offline snapshot the models were trained on (copied into decisions).
-        feature_version: label of the feature set (``features.v1``), recorded in the audit trail.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    deadline_ms: float = Field(default=50.0, gt=0, allow_inf_nan=False)
-    stale_after_s: float | None = Field(default=86_400.0, gt=0, allow_inf_nan=False)
-    degrade_on_deadline_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
-    snapshot_id: str | None = None
-    feature_version: str = "features.v1"
-    input_guard: InputGuardConfig | None = None
-    """ML01: impossible or out-of-distribution requests are priced by the rules (:mod:`pricing.input_guard`)."""
-    price_decimals: int = Field(default=dg.PRICE_DECIMALS, ge=0, le=4)
-    """Prices leave rounded to the currency's minor unit (2: cents; 0 for a currency without one)."""
-    hotel_decimals: dict[str, int] = Field(default_factory=dict)
-    """Per hotel, the minor unit of its currency where it differs (the hotel profiles' ``price_decimals``)."""
-    room_types: dict[str, tuple[str, ...]] = Field(default_factory=dict)
-    """Per hotel, the room types it sells (the hotel profiles); a request for another is priced by the rules."""
 
 
 @dataclass(frozen=True, slots=True)
 class _Models:
     light: TierPricer | None
     heavy: TierPricer | None
-
-
-@dataclass(slots=True)
-class _Result:
-    """What one path of the decision produced, before it becomes a PricingDecision."""
-
-    price: float
-    tier: Tier
-    complexity: float = 0.0
-    quote: Quote | None = None
-    degradation: Degradation | None = None
-    consulted: list[tuple[str, str | None]] = field(default_factory=list)
 
 
 class Scorer:
@@ -389,51 +260,34 @@ class Scorer:
         features = missing_features() if problem else sanitize_features(read.values)
         outcome: RuleOutcome = self.rules.evaluate(request, features)
         features[BASE_RATE] = outcome.base_rate  # the models price relative to it; decisions record it
-        if outcome.decided_price is not None:
-            result = _Result(outcome.decided_price, "rules", degradation=problem)
-        elif problem is not None:
-            result = _Result(outcome.rule_price, "rules", degradation=problem)
-        elif (unknown := self._unknown_room(request)) is not None:
-            result = _Result(outcome.rule_price, "rules", degradation=unknown)
-        elif (stale := self._staleness(request, read)) is not None:
-            result = _Result(outcome.rule_price, "rules", degradation=stale)
-        elif (suspect := self._suspect(request, features, models)) is not None:  # ML01: no model for it
-            result = _Result(outcome.rule_price, "rules", degradation=suspect)
-        else:
-            result = self._routed(request, features, read, outcome, deadline, models)
-        unrounded = dg.final_price(result.price, outcome, request.last_published_price)
-        decimals = self.config.hotel_decimals.get(request.hotel_id, self.config.price_decimals)
-        price = dg.money(unrounded, decimals, low=outcome.floor, high=outcome.ceiling)
-        latency_ms = deadline.elapsed_ms()
-        decision = PricingDecision(
-            hotel_id=request.hotel_id,
-            room_type=request.room_type,
-            stay_date=request.stay_date,
-            request_id=request.request_id,
-            channel=request.channel,
-            price=price,
-            model_price=unrounded,
-            tier=result.tier,
-            model_name=getattr(result.quote, "model_name", None),
-            model_version=_opt_str(getattr(result.quote, "model_version", None)),
-            feature_version=read.version,
-            snapshot_id=self.config.snapshot_id,
-            rule_ids=tuple(outcome.fired),
-            complexity=result.complexity,
-            expected_booking_prob=dg.probability(getattr(result.quote, "booking_prob", None)),
-            bid_price=getattr(result.quote, "bid_price", None),
-            forecast_views=getattr(getattr(result.quote, "forecast", None), "views", None),
-            propensity=getattr(result.quote, "propensity", 1.0),
-            degraded=result.degradation is not None,
-            degraded_reason=None if result.degradation is None else result.degradation.reason,
-            latency_ms=latency_ms,
-            features=features,
-        )
+        result = self._path(request, read, problem, features, outcome, deadline, models)
+        decision = decision_of(request, read, result, outcome, features, config=self.config, deadline=deadline)
         code = None if result.degradation is None else result.degradation.code
-        self.stats.decision(result.tier, degraded_reason=code, latency_s=latency_ms / 1000.0)
-        candidates = tuple((float(p), float(b)) for p, b in (getattr(result.quote, "candidates", ()) or ()))
-        trail = Trail(features, tuple(result.consulted), candidates, self.config.feature_version)
-        return decision, trail
+        self.stats.decision(result.tier, degraded_reason=code, latency_s=decision.latency_ms / 1000.0)
+        return decision, trail_of(features, result, self.config.feature_version)
+
+    def _path(
+        self,
+        request: PricingRequest,
+        read: FeatureRead,
+        problem: Degradation | None,
+        features: dict[str, float | None],
+        outcome: RuleOutcome,
+        deadline: Deadline,
+        models: _Models,
+    ) -> PathResult:
+        """The rules' decided price, else the rules price for the first reason not to trust a model
+        (features unreadable, room type unknown, features stale, input suspect), else the routed path."""
+        if outcome.decided_price is not None:
+            return PathResult(outcome.decided_price, "rules", degradation=problem)
+        reason = problem if problem is not None else dg.unknown_room(request, self.config.room_types)
+        if reason is None:
+            reason = dg.stale_features(request, read.event_time, self.config.stale_after_s)
+        if reason is None:
+            reason = self._suspect(request, features, models)  # ML01: no model for it
+        if reason is not None:
+            return PathResult(outcome.rule_price, "rules", degradation=reason)
+        return self._routed(request, features, read, outcome, deadline, models)
 
     def _suspect(self, request: PricingRequest, features: Mapping[str, float | None],
                  models: _Models) -> Degradation | None:
@@ -449,23 +303,6 @@ class Scorer:
             return self._guard.check(request, features, None)
         return self._guard.check(request, features, meta.get("trained_range") or meta.get("envelope"))
 
-    def _unknown_room(self, request: PricingRequest) -> Degradation | None:
-        """A room type the hotel's profile does not list (None: listed, or the hotel lists none)."""
-        known = self.config.room_types.get(request.hotel_id)
-        if known is None or request.room_type in known:
-            return None
-        return Degradation(dg.UNKNOWN_ROOM_TYPE, f"room_type {request.room_type!r} is not sold by hotel "
-                                                 f"{request.hotel_id!r} (its room types: {list(known)})")
-
-    def _staleness(self, request: PricingRequest, read: FeatureRead) -> Degradation | None:
-        limit = self.config.stale_after_s
-        if limit is None or read.event_time is None:
-            return None
-        age = (request.request_time - read.event_time).total_seconds()
-        if age <= limit:
-            return None
-        return Degradation(dg.STALE_FEATURES, f"features are {age:.0f}s old, limit {limit:.0f}s")
-
     def _routed(
         self,
         request: PricingRequest,
@@ -474,7 +311,7 @@ class Scorer:
         outcome: RuleOutcome,
         deadline: Deadline,
         models: _Models,
-    ) -> _Result:
+    ) -> PathResult:
         inputs = inputs_from(
             request,
             features,
@@ -487,21 +324,21 @@ class Scorer:
         score = complexity_score(inputs)
         if self.router.route(score) == "rules":
             self.router.learn_one(score)
-            return _Result(outcome.rule_price, "rules", score)
+            return PathResult(outcome.rule_price, "rules", score)
         light = self._quote(models.light, "light", request, features, outcome, deadline)
         if isinstance(light, Degradation):
             self.router.learn_one(score)
-            return _Result(outcome.rule_price, "rules", score, degradation=light)
+            return PathResult(outcome.rule_price, "rules", score, degradation=light)
         score = complexity_score(replace(inputs, light_uncertainty=dg.unit_or_nan(light.uncertainty)))
         self.router.learn_one(score)
-        result = _Result(light.price, "light", score, light, consulted=[_model_id(light)])
+        result = PathResult(light.price, "light", score, light, consulted=[model_id(light)])
         if self.router.route(score) != "heavy" or models.heavy is None:
             return result
         heavy = self._quote(models.heavy, "heavy", request, features, outcome, deadline)
         if isinstance(heavy, Degradation):
             result.degradation = heavy
             return result
-        result.consulted.append(_model_id(heavy))
+        result.consulted.append(model_id(heavy))
         result.price, result.tier, result.quote = heavy.price, "heavy", heavy
         return result
 
@@ -553,10 +390,3 @@ class Scorer:
 def _describe(model: object) -> dict[str, Any] | None:
     return None if model is None else {"name": getattr(model, "name", None), "version": getattr(model, "version", None)}
 
-
-def _model_id(quote: object) -> tuple[str, str | None]:
-    return str(getattr(quote, "model_name", "?")), _opt_str(getattr(quote, "model_version", None))
-
-
-def _opt_str(value: object) -> str | None:
-    return None if value is None else str(value)
