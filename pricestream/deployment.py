@@ -125,7 +125,7 @@ class Deployment:
 
     def start(self) -> None:
         """Check the ports are free, start supervisord and with it every program."""
-        from pricestream.supervision import with_ops_ports
+        from pricestream.ops_ports import with_ops_ports
 
         self.settings = s = with_ops_ports(self.settings)  # its own block of ops ports, recorded in its state dir
         busy = [p for p in self._ports() if not port_free(s.http_host, p)]

@@ -57,7 +57,8 @@ def run(
     """Start the pipeline as separate processes (feature job, writers, serve, labels, sampler, trainer, monitor)."""
     from events.admin import create_topics
     from feedback.registry import ModelRegistry
-    from pricestream.supervision import Supervisor, programs, with_ops_ports
+    from pricestream.ops_ports import with_ops_ports
+    from pricestream.supervision import Supervisor, programs
     from pricestream.wiring import ensure_models
 
     s = with_ops_ports(settings())  # this deployment's recorded (or newly picked) ops ports, not another's

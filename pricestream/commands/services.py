@@ -356,7 +356,7 @@ _STRATEGIES = ("committee", "uncertainty", "margin", "fisher", "random")
 
 def _ops_port(s: Settings, name: str) -> int:
     """``ops_base_port`` + the service's index, else the port ``pricestream run`` recorded, else 0 (any free)."""
-    from pricestream.supervision import recorded_ops_base
+    from pricestream.ops_ports import recorded_ops_base
 
     base = s.ops_base_port if s.ops_base_port is not None else recorded_ops_base(s)
     return 0 if base is None else default_ops_port(name, base=base)
