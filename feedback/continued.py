@@ -50,7 +50,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import lightgbm as lgb
 import numpy as np
@@ -58,7 +58,12 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from feedback.errors import TrainingError, require
-from pricing.vectorize import frame_matrix, input_columns
+from feedback.holdout import check_columns, float_gaps, recency, split, xyw
+from pricing.vectorize import input_columns
+
+if TYPE_CHECKING:  # the pricing package owns bundle layout and ONNX export: imported where a bundle is written
+    from pricing.models import DemandModelConfig
+    from pricing.training import BundleInfo
 
 _EPS = 1e-7  # probability clip for log-loss: a confident miss costs ~16 nats, not infinity
 
@@ -168,27 +173,12 @@ def guarded_update(
     require(0.0 < validation_fraction < 1.0, "validation_fraction", validation_fraction, "a fraction in (0, 1)")
     members, cols = _resolve(current, columns)
     for name, frame in (("new_examples", new_examples), ("snapshot_frame", snapshot_frame)):
-        _check_columns(name, frame, (*input_columns(cols), cfg.label_column, cfg.time_column))
-    new, snap = _float_gaps(new_examples), _float_gaps(snapshot_frame)
-    new_train, snap_train, val = _split(new, snap, validation_fraction, cfg)
-    x_val, y_val, w_val = _xyw(val, cols, cfg)
-    scores = {"current": log_loss(y_val, predict(members, x_val), w_val)}
-    new_train, snap_train = _recency(new_train, snap_train, cfg)
-    both = pd.concat([snap_train, new_train], ignore_index=True)
-    plan: list[tuple[CandidateKind, pd.DataFrame]] = [("continued", new_train)] if len(new_train) else []
-    plan.append(("retrain", both))
-    candidates: dict[str, tuple[list[lgb.Booster], pd.DataFrame, Path | None]] = {}
-    for kind, frame in plan:
-        if trainer is None:
-            candidates[kind] = (_native(kind, frame, members, cols, cfg, seed), frame, None)
-        else:
-            fitted, bundle = _external(trainer, kind, frame, cols)
-            candidates[kind] = (fitted, frame, bundle)
-    current_losses = row_losses(y_val, predict(members, x_val))
-    gaps: dict[str, tuple[float, float]] = {}
-    for name, (cand, _, _) in candidates.items():
-        scores[name] = log_loss(y_val, predict(cand, x_val), w_val)
-        gaps[name] = paired_gap(row_losses(y_val, predict(cand, x_val)) - current_losses, w_val)
+        check_columns(name, frame, (*input_columns(cols), cfg.label_column, cfg.time_column))
+    new_train, snap_train, val = split(float_gaps(new_examples), float_gaps(snapshot_frame), validation_fraction, cfg)
+    x_val, y_val, w_val = xyw(val, cols, cfg)
+    new_train, snap_train = recency(new_train, snap_train, cfg)
+    candidates = _candidates(new_train, snap_train, members, cols, cfg, seed, trainer)
+    scores, gaps = _score(candidates, members, x_val, y_val, w_val)
     metrics = {f"logloss_{k}": v for k, v in scores.items()}
     metrics.update(n_validation=float(len(val)), n_new=float(len(new_train)), n_snapshot_train=float(len(snap_train)))
     best = min(candidates, key=lambda k: scores[k])
@@ -208,6 +198,48 @@ def guarded_update(
     if on_accept is not None:
         on_accept(result)
     return result
+
+
+Candidates = dict[str, tuple[list[lgb.Booster], pd.DataFrame, Path | None]]
+"""Candidate kind -> (its members, the frame it was fitted on, its bundle directory when a trainer wrote one)."""
+
+
+def _candidates(
+    new_train: pd.DataFrame,
+    snap_train: pd.DataFrame,
+    members: Sequence[lgb.Booster],
+    cols: Sequence[str],
+    cfg: GuardConfig,
+    seed: int,
+    trainer: Trainer | None,
+) -> Candidates:
+    """The continued candidate (when there are new rows to continue on) and the retrained one."""
+    both = pd.concat([snap_train, new_train], ignore_index=True)
+    plan: list[tuple[CandidateKind, pd.DataFrame]] = [("continued", new_train)] if len(new_train) else []
+    plan.append(("retrain", both))
+    candidates: Candidates = {}
+    for kind, frame in plan:
+        if trainer is None:
+            candidates[kind] = (_native(kind, frame, members, cols, cfg, seed), frame, None)
+        else:
+            fitted, bundle = _external(trainer, kind, frame, cols)
+            candidates[kind] = (fitted, frame, bundle)
+    return candidates
+
+
+def _score(
+    candidates: Candidates, members: Sequence[lgb.Booster], x_val: np.ndarray, y_val: np.ndarray, w_val: np.ndarray
+) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
+    """Held-out log-loss of the current model and of each candidate; each candidate's paired gap to current."""
+    current = predict(members, x_val)
+    scores = {"current": log_loss(y_val, current, w_val)}
+    current_losses = row_losses(y_val, current)
+    gaps: dict[str, tuple[float, float]] = {}
+    for name, (cand, _, _) in candidates.items():
+        p = predict(cand, x_val)
+        scores[name] = log_loss(y_val, p, w_val)
+        gaps[name] = paired_gap(row_losses(y_val, p) - current_losses, w_val)
+    return scores, gaps
 
 
 def bundle_trainer(
@@ -240,8 +272,8 @@ def accepted_bundle(
     *,
     tier: Literal["light", "heavy"],
     seed: int = 0,
-    config: Any = None,
-) -> Any:
+    config: DemandModelConfig | None = None,
+) -> BundleInfo:
     """The bundle of an accepted update: ``result.train_frame`` through ``pricing.training.train_bundle``.
 
     It continues ``current_bundle`` when the continued candidate won and starts afresh otherwise; rows without
@@ -264,7 +296,7 @@ def _native(
     cfg: GuardConfig,
     seed: int,
 ) -> list[lgb.Booster]:
-    x, y, w = _xyw(frame, cols, cfg)
+    x, y, w = xyw(frame, cols, cfg)
     if kind == "continued":
         return [_fit(cfg, x, y, w, seed + i, cfg.continued_rounds, init=m) for i, m in enumerate(members)]
     return [_fit(cfg, x, y, w, seed + i, cfg.retrain_rounds) for i in range(len(members))]
@@ -297,88 +329,6 @@ def _resolve(current: Current, columns: Sequence[str] | None) -> tuple[list[lgb.
         msg = "field 'current': got no boosters, expected at least one"
         raise TrainingError(msg)
     return members, tuple(columns or members[0].feature_name())
-
-
-def _float_gaps(frame: pd.DataFrame) -> pd.DataFrame:
-    """All-missing object columns (features no decision had) as float: concatenation keeps them numeric."""
-    gaps = {c: "float64" for c in frame.columns if frame[c].dtype == object and frame[c].isna().all()}
-    return frame.astype(gaps) if gaps else frame
-
-
-def _check_columns(name: str, frame: pd.DataFrame, needed: Sequence[str]) -> None:
-    missing = [c for c in needed if c not in frame.columns]
-    if missing:
-        msg = f"{name}: missing columns {missing}; got {sorted(map(str, frame.columns))[:20]}"
-        raise TrainingError(msg)
-
-
-def _split(
-    new: pd.DataFrame, snap: pd.DataFrame, fraction: float, cfg: GuardConfig
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(new rows to train on, snapshot rows to train on, newest rows held out)."""
-    t = cfg.time_column
-    snap = snap.sort_values(t, kind="stable").reset_index(drop=True)
-    new = new.sort_values(t, kind="stable").reset_index(drop=True)
-    if cfg.holdout_from == "new":
-        new = _unseen(new, snap)
-        n_val = max(int(round(len(new) * fraction)), min(cfg.min_validation_rows, len(new) // 2))
-        val, snap_train, new_train = new.iloc[len(new) - n_val :], snap, new.iloc[: len(new) - n_val]
-    elif cfg.holdout_from == "snapshot":
-        n_val = int(round(len(snap) * fraction))
-        val, snap_train, new_train = snap.iloc[len(snap) - n_val :], snap.iloc[: len(snap) - n_val], new
-    else:
-        both = pd.concat([snap.assign(_src=0), new.assign(_src=1)], ignore_index=True)
-        both = both.sort_values(t, kind="stable").reset_index(drop=True)
-        n_val = int(round(len(both) * fraction))
-        train, val = both.iloc[: len(both) - n_val], both.iloc[len(both) - n_val :]
-        snap_train = train[train["_src"] == 0].drop(columns="_src")
-        new_train = train[train["_src"] == 1].drop(columns="_src")
-        val = val.drop(columns="_src")
-    if len(val) < cfg.min_validation_rows:
-        msg = (f"field 'validation_fraction': {fraction} of the {cfg.holdout_from!r} rows leaves {len(val)} rows, "
-               f"expected >= {cfg.min_validation_rows}")
-        raise TrainingError(msg)
-    return new_train, snap_train, val
-
-
-def _unseen(new: pd.DataFrame, snap: pd.DataFrame) -> pd.DataFrame:
-    """New rows without the decisions the snapshot already holds (the live model trained on those)."""
-    if "decision_id" not in new.columns or "decision_id" not in snap.columns:
-        return new
-    seen = set(snap["decision_id"].dropna().astype(str))
-    return new[~new["decision_id"].astype(str).isin(seen)].reset_index(drop=True)
-
-
-def _recency(
-    new: pd.DataFrame, snap: pd.DataFrame, cfg: GuardConfig
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Training rows with their weights decayed by age (half-life ``recency_half_life_days``)."""
-    if cfg.recency_half_life_days is None:
-        return new, snap
-    frames = [f for f in (new, snap) if len(f)]
-    if not frames:
-        return new, snap
-    newest = max(pd.to_datetime(f[cfg.time_column], utc=True).max() for f in frames)
-    half_life = pd.Timedelta(days=cfg.recency_half_life_days)
-
-    def decayed(frame: pd.DataFrame) -> pd.DataFrame:
-        if not len(frame):
-            return frame
-        age = (newest - pd.to_datetime(frame[cfg.time_column], utc=True)) / half_life
-        base = frame[cfg.weight_column].fillna(1.0) if cfg.weight_column in frame.columns else 1.0
-        return frame.assign(**{cfg.weight_column: base * np.power(0.5, age.to_numpy(dtype=float))})
-
-    return decayed(new), decayed(snap)
-
-
-def _xyw(frame: pd.DataFrame, cols: Sequence[str], cfg: GuardConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    x = frame_matrix(frame, cols)  # derives the relative price columns as serving does
-    y = frame[cfg.label_column].to_numpy(dtype=np.float64)
-    if cfg.weight_column in frame.columns:
-        w = frame[cfg.weight_column].fillna(1.0).to_numpy(dtype=np.float64)
-    else:
-        w = np.ones(len(frame))
-    return x, y, w
 
 
 def _fit(

@@ -39,18 +39,30 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from feedback.monitors.errors import MonitorInputError
+from feedback.monitors.stability import (
+    CHI2_MIN_EXPECTED,
+    MIN_SAMPLES,
+    NOISE_DRAWS_PER_LEVEL,
+    PSI_FLOOR,
+    finite,
+    psi,
+    psi_noise_limit,
+    references,
+    simulated_noise_limit,
+)
 
-PSI_FLOOR = 1e-4
-"""Bin-share floor in PSI: an empty bin would make log(0); 1e-4 caps one bin's term near 1."""
-
-MIN_SAMPLES = 30
-"""Below this many non-null values in the window a feature is not judged (its bin shares are noise)."""
+__all__ = [  # the PSI statistics live in feedback.monitors.stability; importable from here as before
+    "CHI2_MIN_EXPECTED", "MIN_SAMPLES", "NOISE_DRAWS_PER_LEVEL", "PSI_FLOOR", "DriftAwareRecalibration",
+    "DriftMonitor", "DriftReport", "DriftWindow", "FeatureDrift", "MonitorOptions", "false_alarm_rate", "psi",
+    "psi_noise_limit", "simulated_noise_limit",
+]
 
 
 @dataclass(frozen=True)
@@ -98,75 +110,6 @@ class DriftReport:
         frame = pd.DataFrame([vars(item) for item in self.features])
         frame.insert(0, "at", self.at)
         return frame
-
-
-@dataclass(frozen=True)
-class _Reference:
-    values: np.ndarray
-    edges: np.ndarray
-    shares: np.ndarray
-    std: float
-
-
-def _reference(values: np.ndarray, n_bins: int) -> _Reference:
-    interior = np.unique(np.quantile(values, np.linspace(0.0, 1.0, n_bins + 1)[1:-1]))
-    counts = np.bincount(np.searchsorted(interior, values, side="right"), minlength=len(interior) + 1)
-    std = float(np.std(values))
-    return _Reference(np.sort(values), interior, counts / counts.sum(), std if std > 0 else 1.0)
-
-
-def psi(reference_shares: np.ndarray, window_shares: np.ndarray) -> float:
-    """Population stability index between two bin-share vectors.
-
-    Example:
-        >>> round(psi(np.array([0.5, 0.5]), np.array([0.25, 0.75])), 4)
-        0.2747
-    """
-    p = np.maximum(reference_shares, PSI_FLOOR)
-    q = np.maximum(window_shares, PSI_FLOOR)
-    return float(np.sum((q - p) * np.log(q / p)))
-
-
-def psi_noise_limit(n_reference: int, n_window: int, n_bins: int, level: float) -> float:
-    """The PSI that two samples of one distribution exceed with probability ``level``.
-
-    Example:
-        >>> round(psi_noise_limit(5000, 500, 10, 0.01), 3)  # chi2(9) 99% quantile x (1/5000 + 1/500)
-        0.048
-    """
-    return (1.0 / n_reference + 1.0 / n_window) * float(stats.chi2.isf(level, max(n_bins - 1, 1)))
-
-
-CHI2_MIN_EXPECTED = 20.0
-"""Expected window values in the smallest bin from which the chi-square law of PSI is trusted (else: simulated)."""
-
-NOISE_DRAWS_PER_LEVEL = 20
-"""Simulated windows per expected exceedance: ``20 / level`` draws put the quantile's own error near 20%."""
-
-
-def simulated_noise_limit(shares: np.ndarray, m: int, level: float, *, seed: int = 0) -> float:
-    """The ``1 - level`` quantile of PSI between ``shares`` and ``m`` values drawn from them.
-
-    The chi-square law of :func:`psi_noise_limit` holds when every bin expects some tens of
-    values; below that (a window of 60 rows in 10 bins) PSI's log terms have a longer tail, and
-    this multinomial simulation of the window gives the limit instead.
-
-    Example:
-        >>> shares = np.full(10, 0.1)
-        >>> simulated_noise_limit(shares, 60, 0.01) > psi_noise_limit(10**9, 60, 10, 0.01)
-        True
-    """
-    draws = int(min(max(NOISE_DRAWS_PER_LEVEL / level, 1_000), 200_000))
-    counts = np.random.default_rng(seed).multinomial(m, shares / shares.sum(), size=draws)
-    p = np.maximum(shares, PSI_FLOOR)
-    q = np.maximum(counts / m, PSI_FLOOR)
-    values = np.sum((q - p) * np.log(q / p), axis=1)
-    return float(np.quantile(values, 1.0 - level))
-
-
-def _finite(column: pd.Series | np.ndarray) -> np.ndarray:
-    values = pd.to_numeric(pd.Series(column), errors="coerce").to_numpy(dtype=np.float64)
-    return values[np.isfinite(values)]
 
 
 class DriftWindow:
@@ -232,23 +175,7 @@ class DriftMonitor:
         if psi_threshold <= 0.0:
             raise MonitorInputError(field="psi_threshold", value=psi_threshold, expected="a float > 0")
         names = tuple(features) if features is not None else tuple(reference.select_dtypes("number").columns)
-        missing = [name for name in names if name not in reference.columns]
-        if missing or not names:
-            raise MonitorInputError(
-                field="features",
-                value=missing or names,
-                expected="non-empty, all columns of the reference frame",
-            )
-        self._refs: dict[str, _Reference] = {}
-        for name in names:
-            values = _finite(reference[name])
-            if len(values) < MIN_SAMPLES:
-                raise MonitorInputError(
-                    field=f"reference[{name!r}]",
-                    value=len(values),
-                    expected=f">= {MIN_SAMPLES} finite values",
-                )
-            self._refs[name] = _reference(values, n_bins)
+        self._refs = references(reference, names, n_bins)
         self._features = names
         self._alpha = alpha
         self._psi_threshold = psi_threshold
@@ -279,7 +206,7 @@ class DriftMonitor:
     def check(self, window_frame: pd.DataFrame | None = None, *, at: datetime | None = None) -> DriftReport:
         """Judge a window (default: the rows accumulated by :meth:`update`) and record the report."""
         frame = self._window.frame() if window_frame is None else window_frame
-        columns = {name: _finite(frame[name]) if name in frame.columns else np.empty(0) for name in self._features}
+        columns = {name: finite(frame[name]) if name in frame.columns else np.empty(0) for name in self._features}
         judged = sum(len(values) >= MIN_SAMPLES for values in columns.values())
         level = self._alpha / max(judged, 1)  # Bonferroni over the features judged in this check
         items = tuple(self._judge(name, values, level) for name, values in columns.items())
@@ -317,13 +244,25 @@ class DriftMonitor:
         return pd.concat([report.to_frame() for report in self._history], ignore_index=True)
 
 
+class MonitorOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`DriftMonitor` after ``reference`` (for :func:`false_alarm_rate`)."""
+
+    features: Sequence[str] | None
+    alpha: float
+    psi_threshold: float
+    n_bins: int
+    window_capacity: int
+    max_history: int
+    window_limits: Mapping[str, float] | None
+
+
 def false_alarm_rate(
     reference: pd.DataFrame,
     sampler: Callable[[int], pd.DataFrame],
     n_windows: int = 100,
     *,
     start: datetime | None = None,
-    **monitor_options: object,
+    **monitor_options: Unpack[MonitorOptions],
 ) -> float:
     """Share of unchanged windows that raise any alert.
 
@@ -343,7 +282,7 @@ def false_alarm_rate(
     """
     if n_windows < 1:
         raise MonitorInputError(field="n_windows", value=n_windows, expected="an int >= 1")
-    monitor = DriftMonitor(reference, **monitor_options)  # type: ignore[arg-type]
+    monitor = DriftMonitor(reference, **monitor_options)
     t0 = start or datetime(2000, 1, 1, tzinfo=UTC)
     alerts = sum(monitor.check(sampler(i), at=t0 + timedelta(minutes=i)).alert for i in range(n_windows))
     return alerts / n_windows

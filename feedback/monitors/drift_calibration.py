@@ -29,8 +29,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from feedback.monitors.drift import MIN_SAMPLES, _finite, _reference, psi
 from feedback.monitors.errors import MonitorInputError
+from feedback.monitors.stability import MIN_SAMPLES, finite, psi, reference_bins
 
 WINDOW_SLACK = 1.5
 """A live week brings about as many windows as the reference holds, so its largest is as likely above the
@@ -50,7 +50,7 @@ def window_limits(reference: pd.DataFrame, features: Sequence[str], *, window: i
     out: dict[str, float] = {}
     for name in features:
         column = pd.to_numeric(reference[name], errors="coerce").to_numpy(dtype=np.float64)
-        ref = _reference(_finite(column), n_bins)
+        ref = reference_bins(finite(column), n_bins)
         worst = 0.0
         for start in range(0, len(column) - window + 1, stride):
             values = column[start:start + window]
