@@ -53,11 +53,11 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -65,20 +65,11 @@ from pydantic import ValidationError
 from events.models import PricingRequest
 from pricing.errors import RuleSetError
 from pricing.rule_schema import (
-    AnyRule,
-    CeilingRule,
-    ChannelParityRule,
     ClosedDatesRule,
-    FloorRule,
-    LastMinuteRule,
-    LastRoomsRule,
-    MaxChangeRule,
     RuleSetSpec,
     matches,
-    specificity,
 )
-
-R = TypeVar("R", bound=AnyRule)
+from pricing.rule_scopes import Scope, check_bounds, named_scopes, resolve_scope
 
 _CACHE_LIMIT = 4096
 """Resolved scopes kept per rule set; (hotel, room, channel) combinations are few."""
@@ -112,21 +103,6 @@ class RuleOutcome:
         if not math.isfinite(price):
             return self.rule_price
         return min(max(price, self.floor), self.ceiling)
-
-
-@dataclass(frozen=True, slots=True)
-class _Scope:
-    """Everything that depends only on (hotel, room type, channel), resolved once."""
-
-    floor: float
-    ceiling: float
-    bound_ids: tuple[str, ...]
-    base_rate: float
-    closed: tuple[ClosedDatesRule, ...]
-    last_rooms: LastRoomsRule | None
-    last_minute: LastMinuteRule | None
-    parity: ChannelParityRule | None
-    max_change: MaxChangeRule | None
 
 
 def _num(features: Mapping[str, float | None], name: str) -> float | None:
@@ -169,8 +145,8 @@ class RuleSet:
         self._spec = spec
         self._occupancy = sorted(spec.occupancy_ladder, key=lambda s: s.occupancy_at_least)
         self._lead = sorted(spec.lead_time_ladder, key=lambda s: s.lead_time_at_most_days)
-        self._cache: dict[tuple[str, str, str], _Scope] = {}
-        _check_bounds(self)
+        self._cache: dict[tuple[str, str, str], Scope] = {}
+        check_bounds(spec)
 
     @property
     def spec(self) -> RuleSetSpec:
@@ -220,7 +196,7 @@ class RuleSet:
         """
         scope = self._scope(request.hotel_id, request.room_type, request.channel)
         fired = list(scope.bound_ids)
-        floor, ceiling = scope.floor, scope.ceiling
+        ceiling = scope.ceiling
         for rule in scope.closed:
             if rule.covers(request.stay_date):
                 fired.append(rule.id)
@@ -230,32 +206,7 @@ class RuleSet:
         occupancy = _num(features, "occupancy")
         lead = lead_time_days(request)
         price = scope.base_rate * self._ladders(occupancy, lead, fired)
-        direct = min(max(price, floor), ceiling)
-        decided: float | None = None
-        no_discount = False
-        rooms_left = _num(features, "rooms_left")
-        rule_lr = scope.last_rooms
-        if rule_lr is not None and rooms_left is not None and rooms_left <= rule_lr.rooms_left_at_most:
-            fired.append(rule_lr.id)
-            if rule_lr.action == "ceiling":
-                decided = ceiling
-            elif rule_lr.action == "premium":
-                decided = min(max(direct * rule_lr.premium, floor), ceiling)
-            else:
-                no_discount = True
-                floor = direct
-        rule_lm = scope.last_minute
-        if (
-            rule_lm is not None
-            and not no_discount
-            and occupancy is not None
-            and lead <= rule_lm.lead_time_at_most_days
-            and occupancy < rule_lm.occupancy_below
-        ):
-            fired.append(rule_lm.id)
-            price *= rule_lm.factor
-            if rule_lm.decide and decided is None:
-                decided = min(max(price, floor), ceiling)
+        decided, floor, price = _outright(scope, _num(features, "rooms_left"), occupancy, lead, price, fired)
         if decided is not None:
             return RuleOutcome(decided, decided, decided, tuple(fired), decided, base_rate=scope.base_rate)
         floor, ceiling, price = self._constrain(request, scope, floor, ceiling, price, fired)
@@ -264,7 +215,7 @@ class RuleSet:
         return RuleOutcome(decided_now, floor, ceiling, tuple(fired), rule_price, base_rate=scope.base_rate)
 
     def _constrain(
-        self, request: PricingRequest, scope: _Scope, floor: float, ceiling: float, price: float, fired: list[str]
+        self, request: PricingRequest, scope: Scope, floor: float, ceiling: float, price: float, fired: list[str]
     ) -> tuple[float, float, float]:
         """Parity and max-change bands narrow the bounds; parity also sets the rules price."""
         parity = scope.parity
@@ -299,85 +250,56 @@ class RuleSet:
             fired.append("lead_time_ladder")
         return factor
 
-    def _scope(self, hotel: str, room_type: str, channel: str) -> _Scope:
+    def named_scopes(self) -> list[tuple[str, str, str]]:
+        """Every (hotel, room type, channel) the file names literally, plus a catch-all."""
+        return named_scopes(self._spec)
+
+    def _scope(self, hotel: str, room_type: str, channel: str) -> Scope:
         key = (hotel, room_type, channel)
         scope = self._cache.get(key)
         if scope is None:
-            scope = self._resolve(hotel, room_type, channel)
+            scope = resolve_scope(self._spec, hotel, room_type, channel)
             if len(self._cache) >= _CACHE_LIMIT:
                 self._cache.clear()
             self._cache[key] = scope
         return scope
 
-    def _resolve(self, hotel: str, room_type: str, channel: str) -> _Scope:
-        spec = self._spec
-        hits = [r for r in spec.rules if matches(r, hotel, room_type, channel)]
-        floor, floor_ids = _best_bound([r for r in hits if isinstance(r, FloorRule)], highest=True)
-        ceiling, ceiling_ids = _best_bound([r for r in hits if isinstance(r, CeilingRule)], highest=False)
-        floor = max(spec.min_price, floor if floor is not None else spec.min_price)
-        ceiling = min(spec.max_price, ceiling if ceiling is not None else spec.max_price)
-        # _check_bounds proves floor <= ceiling for every scope the file names; this guards the rest.
-        floor = min(floor, ceiling)
-        rates = [b for b in spec.base_rates if matches(b, hotel, room_type, channel)]
-        base = max(rates, key=specificity).rate if rates else spec.base_rate
+def _outright(
+    scope: Scope, rooms_left: float | None, occupancy: float | None, lead: int, price: float, fired: list[str]
+) -> tuple[float | None, float, float]:
+    """The last-rooms and last-minute rules: (the price they decide or ``None``, the floor, the rules price).
 
-        def one(kind: type[R]) -> R | None:
-            chosen = [r for r in hits if isinstance(r, kind)]
-            return max(chosen, key=specificity) if chosen else None  # max keeps the first of equals
-
-        return _Scope(
-            floor=floor,
-            ceiling=ceiling,
-            bound_ids=floor_ids + ceiling_ids,
-            base_rate=base,
-            closed=tuple(r for r in hits if isinstance(r, ClosedDatesRule)),
-            last_rooms=one(LastRoomsRule),
-            last_minute=one(LastMinuteRule),
-            parity=one(ChannelParityRule),
-            max_change=one(MaxChangeRule),
-        )
-
-    def named_scopes(self) -> list[tuple[str, str, str]]:
-        """Every (hotel, room type, channel) the file names literally, plus a catch-all."""
-        hotels = {r.hotel for r in self._spec.rules} | {b.hotel for b in self._spec.base_rates} | {"\x00other"}
-        rooms = {r.room_type for r in self._spec.rules} | {b.room_type for b in self._spec.base_rates} | {"\x00other"}
-        channels = {c for r in self._spec.rules for c in (r.channels or ())} | {"\x00other"}
-        return [(h, r, c) for h in sorted(hotels) for r in sorted(rooms) for c in sorted(channels)]
-
-
-def _best_bound(rules: Sequence[FloorRule | CeilingRule],
-                *, highest: bool) -> tuple[float | None, tuple[str, ...]]:
-    """Most specific floor/ceiling rule; among equally specific ones the most restrictive."""
-    if not rules:
-        return None, ()
-    top = max(specificity(r) for r in rules)
-    best = [r for r in rules if specificity(r) == top]
-    pick = max(best, key=lambda r: r.price) if highest else min(best, key=lambda r: r.price)
-    return float(pick.price), (pick.id,)
-
-
-def _check_bounds(rules: RuleSet) -> None:
-    """Global bounds ordered, unique ids, and floor <= ceiling for every scope the file can tell apart."""
-    spec = rules.spec
-    if spec.min_price >= spec.max_price:
-        raise RuleSetError(
-            rule_id="<ruleset>", field="max_price", value=spec.max_price, expected=f"> min_price ({spec.min_price})"
-        )
-    seen: set[str] = set()
-    for rule in spec.rules:
-        if rule.id in seen:
-            raise RuleSetError(rule.id, "id", rule.id, "a rule id used once in the file")
-        seen.add(rule.id)
-    for hotel, room, channel in rules.named_scopes():
-        hits = [r for r in rules.spec.rules if matches(r, hotel, room, channel)]
-        floor, floor_ids = _best_bound([r for r in hits if isinstance(r, FloorRule)], highest=True)
-        ceiling, ceil_ids = _best_bound([r for r in hits if isinstance(r, CeilingRule)], highest=False)
-        low = max(rules.spec.min_price, floor or rules.spec.min_price)
-        high = min(rules.spec.max_price, ceiling or rules.spec.max_price)
-        if low > high:
-            rule_id = (floor_ids or ("<ruleset>",))[0]
-            other = ceil_ids[0] if ceil_ids else "max_price"
-            raise RuleSetError(rule_id, "price", low, f"<= {high} (ceiling from {other!r}) for {hotel}/{room}")
+    ``last_rooms`` decides at the ceiling or at a premium, or raises the floor to the undiscounted
+    price and blocks the last-minute discount; ``last_minute`` discounts the price (deciding it with
+    ``decide``) when arrival is near and occupancy low. Appends the ids of the rules that fired.
+    """
+    floor, ceiling = scope.floor, scope.ceiling
+    direct = min(max(price, floor), ceiling)
+    decided: float | None = None
+    no_discount = False
+    rule_lr = scope.last_rooms
+    if rule_lr is not None and rooms_left is not None and rooms_left <= rule_lr.rooms_left_at_most:
+        fired.append(rule_lr.id)
+        if rule_lr.action == "ceiling":
+            decided = ceiling
+        elif rule_lr.action == "premium":
+            decided = min(max(direct * rule_lr.premium, floor), ceiling)
+        else:
+            no_discount = True
+            floor = direct
+    rule_lm = scope.last_minute
+    if (
+        rule_lm is not None
+        and not no_discount
+        and occupancy is not None
+        and lead <= rule_lm.lead_time_at_most_days
+        and occupancy < rule_lm.occupancy_below
+    ):
+        fired.append(rule_lm.id)
+        price *= rule_lm.factor
+        if rule_lm.decide and decided is None:
+            decided = min(max(price, floor), ceiling)
+    return decided, floor, price
 
 
 def _translate(exc: ValidationError, raw: dict[str, Any]) -> RuleSetError:
