@@ -215,7 +215,8 @@ def _revalidate(event: Record, context: dict[str, Any] | None = None) -> Record:
     """
     try:
         validator = type(event).__pydantic_validator__
-        return validator.validate_python(event.__dict__, context=context)  # type: ignore[no-any-return]
+        checked: Record = validator.validate_python(event.__dict__, context=context)  # the model's own validator
+        return checked
     except ValidationError as exc:
         raise to_validation_error(exc) from exc
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
@@ -254,13 +254,30 @@ def evaluate_deterministic_dr(
     return Estimate(float(num.mean()), low, high, len(logs), "dr", effective_sample_size(w))
 
 
+class EvaluateOptions(TypedDict, total=False):
+    """The keyword arguments of :func:`evaluate` that :func:`evaluate_all` passes on to every method."""
+
+    actions: Sequence[object] | None
+    ci: Literal["bootstrap", "normal"]
+    confidence: float
+    n_boot: int
+    seed: int
+    action_col: str
+    propensity_col: str
+    reward_col: str
+
+
 def evaluate_all(
-    logs: pd.DataFrame, candidate_prob: str | ProbFn, *, reward_model: ProbFn | None = None, **options: object
+    logs: pd.DataFrame,
+    candidate_prob: str | ProbFn,
+    *,
+    reward_model: ProbFn | None = None,
+    **options: Unpack[EvaluateOptions],
 ) -> dict[str, Estimate]:
     """IPS, SNIPS and (with a reward model and a callable ``candidate_prob``) DR estimates, by method."""
     methods = [m for m in METHODS if m != "dr" or (reward_model is not None and callable(candidate_prob))]
     return {
-        m: evaluate(logs, candidate_prob, reward_model=reward_model, method=m, **options)  # type: ignore[arg-type]
+        m: evaluate(logs, candidate_prob, reward_model=reward_model, method=m, **options)
         for m in methods
     }
 

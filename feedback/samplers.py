@@ -33,7 +33,7 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -66,7 +66,7 @@ class Candidate:
     revenues: tuple[float, ...] = ()
     committee: tuple[float, ...] = ()
     features: Mapping[str, float | None] = field(default_factory=dict)
-    payload: Any = None
+    payload: object = None
 
     @classmethod
     def from_label(

@@ -166,7 +166,7 @@ class Simulation:
             if self.on_progress is not None:
                 self.on_progress(_dt(hour), emitted)
 
-    def _push(self, ms: int, kind: int, data: Any) -> None:
+    def _push(self, ms: int, kind: int, data: Any) -> None:  # Any: the kind tag, not the type, says what data is
         if ms < self._end_ms:
             self._seq += 1
             heapq.heappush(self._heap, (ms, self._seq, kind, data))
@@ -208,7 +208,7 @@ class Simulation:
                 self._push(begin_ms + (o * 37 + h * 101) % span, _INV, keys[k])
 
     # ---------------------------------------------------------- actions
-    def _handle(self, ms: int, kind: int, data: Any) -> list[Record]:
+    def _handle(self, ms: int, kind: int, data: Any) -> list[Record]:  # Any: the payload of ``kind`` (see _push)
         if kind == _SEARCH:
             return self._on_search(ms, data)
         if kind == _VIEW:

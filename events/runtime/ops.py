@@ -84,7 +84,8 @@ class OpsServer:
     def _app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         if path == "/metrics":
-            return self._metrics(environ, start_response)  # type: ignore[no-any-return]
+            metrics: Iterable[bytes] = self._metrics(environ, start_response)  # prometheus_client is untyped here
+            return metrics
         if path in ("/healthz", "/health"):
             ok, body = self.health()
             data = json.dumps(body, default=str).encode()

@@ -11,8 +11,6 @@ Exception tree::
 
 from __future__ import annotations
 
-from typing import Any
-
 from feedback.errors import FeedbackError
 
 
@@ -33,7 +31,7 @@ class MonitorInputError(MonitorError, ValueError):
         "field 'alpha': got 2.0, expected a float in (0, 1)"
     """
 
-    def __init__(self, field: str, value: Any, expected: str) -> None:
+    def __init__(self, field: str, value: object, expected: str) -> None:
         self.field = field
         self.value = value
         self.expected = expected

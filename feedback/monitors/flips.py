@@ -42,7 +42,7 @@ DEFAULT_REL_TOL = 1e-6
 _IDENTITY_FIELDS = frozenset({"event_id", "request_id", "schema_version", "event_time"})
 
 
-def _canonical(value: Any) -> Any:
+def _canonical(value: object) -> object:
     if isinstance(value, float):
         return None if not math.isfinite(value) else format(value, ".12g")
     if isinstance(value, Mapping):

@@ -44,7 +44,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -198,7 +198,7 @@ class LabelService(Step[Any]):
         self.runtime = Runtime(runtime or runtime_config(config), self, registry=registry, stop_event=stop_event)
         self.totals.restored_seq = self.restored_seq
 
-    def process_batch(self, *, before_commit: Any = None) -> LabelBatchStats:
+    def process_batch(self, *, before_commit: Callable[[int], None] | None = None) -> LabelBatchStats:
         """Poll, join and commit one batch (labels and offsets in one transaction)."""
         self._batch = LabelBatchStats()
         result = self.runtime.batch(before_commit=before_commit)
@@ -314,7 +314,7 @@ class LabelService(Step[Any]):
         return {"labels": self.totals.labels, "watermark": None if watermark is None else watermark.isoformat()}
 
 
-def runtime_config(config: LabelServiceConfig, **overrides: Any) -> RuntimeConfig:
+def runtime_config(config: LabelServiceConfig, **overrides: object) -> RuntimeConfig:
     """Runtime settings of the label service (transactional, every partition) plus ``overrides``."""
     return service_config({
         "name": "labels", "kafka": config.kafka, "inputs": (DECISIONS, BEHAVIOUR), "group_id": config.group_id,

@@ -30,7 +30,7 @@ import hashlib
 import math
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -200,7 +200,7 @@ class SamplerService(Step[OutcomeLabel]):
         self.selected = 0
         self.runtime = Runtime(runtime or runtime_config(config), self, registry=registry, stop_event=stop_event)
 
-    def process_batch(self, *, before_commit: Any = None) -> SamplerBatchStats:
+    def process_batch(self, *, before_commit: Callable[[int], None] | None = None) -> SamplerBatchStats:
         """Poll, score, sample and commit one batch (examples and offsets in one transaction)."""
         self._batch = SamplerBatchStats()
         result = self.runtime.batch(before_commit=before_commit)
@@ -274,7 +274,7 @@ class SamplerService(Step[OutcomeLabel]):
         return {"selected": self.selected, "restored_seq": self.restored_seq, "models": self.committee.versions}
 
 
-def runtime_config(config: SamplerServiceConfig, **overrides: Any) -> RuntimeConfig:
+def runtime_config(config: SamplerServiceConfig, **overrides: object) -> RuntimeConfig:
     """Runtime settings of the sampler (transactional, every partition of ``feedback.labels``) plus ``overrides``."""
     return service_config({
         "name": "sampler", "kafka": config.kafka, "inputs": (LABELS,), "group_id": config.group_id,

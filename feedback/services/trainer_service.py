@@ -278,7 +278,7 @@ class TrainerService(Step[TrainingExample]):
         return dict(state["offsets"])
 
 
-def runtime_config(config: TrainerServiceConfig, **overrides: Any) -> RuntimeConfig:
+def runtime_config(config: TrainerServiceConfig, **overrides: object) -> RuntimeConfig:
     """Runtime settings of the trainer (at-least-once, every partition, checkpointed offsets) plus ``overrides``."""
     return service_config({
         "name": "trainer", "kafka": config.kafka, "inputs": (EXAMPLES,), "group_id": config.group_id,
