@@ -155,10 +155,7 @@ def optimise(
     Raises:
         QuoteError: if the bounds are impossible.
     """
-    if not (math.isfinite(smoothing) and 0.0 <= smoothing < 1.0):
-        raise QuoteError(field="smoothing", value=smoothing, expected="a fraction in [0, 1)")
-    if not (math.isfinite(cost) and cost >= 0.0):
-        raise QuoteError(field="cost", value=cost, expected="a finite opportunity cost >= 0")
+    _check_search(smoothing, cost)
     predict = _smoothed(predict, smoothing)
     prices = price_grid(floor, ceiling, grid_size)
     seen_p: list[npt.NDArray[np.float64]] = []
@@ -173,17 +170,41 @@ def optimise(
         seen_m.append(mean)
         best_i = int(np.argmax(score))
         if step < refine_passes:
-            low, high = prices[max(best_i - 1, 0)], prices[min(best_i + 1, len(prices) - 1)]
-            if high <= low:
+            finer = _between_neighbours(prices, best_i, grid_size)
+            if finer is None:
                 break
-            prices = price_grid(float(low), float(high), grid_size + 2)[1:-1]  # the ends are already scored
+            prices = finer
     price = float(prices[best_i])
+    prob = float(mean[best_i])
+    return Optimum(price, price * prob, prob, float(std[best_i]), _candidates(seen_p, seen_m))
+
+
+def _check_search(smoothing: float, cost: float) -> None:
+    """Raise :class:`QuoteError` for a smoothing outside ``[0, 1)`` or a negative or non-finite cost."""
+    if not (math.isfinite(smoothing) and 0.0 <= smoothing < 1.0):
+        raise QuoteError(field="smoothing", value=smoothing, expected="a fraction in [0, 1)")
+    if not (math.isfinite(cost) and cost >= 0.0):
+        raise QuoteError(field="cost", value=cost, expected="a finite opportunity cost >= 0")
+
+
+def _between_neighbours(
+    prices: npt.NDArray[np.float64], best_i: int, grid_size: int
+) -> npt.NDArray[np.float64] | None:
+    """The next pass's grid, strictly between the best candidate's neighbours (``None``: no room left)."""
+    low, high = prices[max(best_i - 1, 0)], prices[min(best_i + 1, len(prices) - 1)]
+    if high <= low:
+        return None
+    return price_grid(float(low), float(high), grid_size + 2)[1:-1]  # the ends are already scored
+
+
+def _candidates(
+    seen_p: list[npt.NDArray[np.float64]], seen_m: list[npt.NDArray[np.float64]]
+) -> tuple[tuple[float, float], ...]:
+    """Every ``(price, mean p(book))`` scored over the passes, sorted by price."""
     all_p = np.concatenate(seen_p)
     all_m = np.concatenate(seen_m)
     order = np.argsort(all_p, kind="stable")
-    candidates = tuple(zip(all_p[order].tolist(), all_m[order].tolist(), strict=True))
-    prob = float(mean[best_i])
-    return Optimum(price, price * prob, prob, float(std[best_i]), candidates)
+    return tuple(zip(all_p[order].tolist(), all_m[order].tolist(), strict=True))
 
 
 def _smoothed(predict: Predict, smoothing: float) -> Predict:
