@@ -184,14 +184,7 @@ def evaluate(
         reward_col: column of the reward.
     """
     chosen: Method = method or ("dr" if reward_model is not None else "snips")
-    if chosen not in METHODS:
-        raise MonitorInputError(field="method", value=chosen, expected=f"one of {METHODS}")
-    if ci not in ("bootstrap", "normal"):
-        raise MonitorInputError(field="ci", value=ci, expected="'bootstrap' or 'normal'")
-    if not 0.0 < confidence < 1.0:
-        raise MonitorInputError(field="confidence", value=confidence, expected="a float in (0, 1)")
-    if len(logs) < 2:
-        raise MonitorInputError(field="logs", value=len(logs), expected="at least 2 rows")
+    _check_options(chosen, ci, confidence, len(logs))
     num, den, weights = _contributions(
         logs, candidate_prob, method=chosen, reward_model=reward_model, actions=actions,
         cols=(action_col, propensity_col, reward_col),
@@ -204,6 +197,18 @@ def evaluate(
         )
     low, high = _interval(num, den, ci=ci, confidence=confidence, n_boot=n_boot, seed=seed)
     return Estimate(float(num.sum() / den.sum()), low, high, len(logs), chosen, effective_sample_size(weights))
+
+
+def _check_options(method: str, ci: str, confidence: float, rows: int) -> None:
+    """Refuse an unknown method or interval, a confidence outside (0, 1) and fewer than 2 logged rows."""
+    if method not in METHODS:
+        raise MonitorInputError(field="method", value=method, expected=f"one of {METHODS}")
+    if ci not in ("bootstrap", "normal"):
+        raise MonitorInputError(field="ci", value=ci, expected="'bootstrap' or 'normal'")
+    if not 0.0 < confidence < 1.0:
+        raise MonitorInputError(field="confidence", value=confidence, expected="a float in (0, 1)")
+    if rows < 2:
+        raise MonitorInputError(field="logs", value=rows, expected="at least 2 rows")
 
 
 def effective_sample_size(weights: np.ndarray) -> float:
@@ -324,38 +329,45 @@ def simulate_logs(
     demand is high). True values are exact (Gauss-Hermite quadrature over ``x``).
     """
     grid = np.asarray(sorted(prices), dtype=np.float64)
-
-    def book_prob(x: np.ndarray, price: np.ndarray) -> np.ndarray:
-        return 1.0 / (1.0 + np.exp(-(1.0 + 0.8 * x - 0.03 * (price - 100.0))))
-
-    def policy(tilt: float, centre: float) -> ProbFn:
-        def prob(frame: pd.DataFrame) -> np.ndarray:
-            x = frame["x"].to_numpy(dtype=np.float64)
-            return _softmax_prob(x, frame["action"].to_numpy(dtype=np.float64), grid, tilt, centre)
-
-        return prob
-
-    def reward_model(frame: pd.DataFrame) -> np.ndarray:
-        price = frame["action"].to_numpy(dtype=np.float64)
-        return price * book_prob(frame["x"].to_numpy(dtype=np.float64), price)
-
-    logging, candidate = policy(logging_tilt, 0.0), policy(candidate_tilt, 0.3)
-    nodes, weights = np.polynomial.hermite_e.hermegauss(80)
-    weights = weights / weights.sum()
-
-    def value(prob: ProbFn) -> float:
-        total = np.zeros(len(nodes))
-        for price in grid:
-            frame = pd.DataFrame({"x": nodes, "action": price})
-            total += prob(frame) * reward_model(frame)
-        return float(weights @ total)
-
+    logging, candidate = _softmax_policy(grid, logging_tilt, 0.0), _softmax_policy(grid, candidate_tilt, 0.3)
     rng = np.random.default_rng(seed)
     x = rng.normal(size=n)
     all_probs = np.stack([logging(pd.DataFrame({"x": x, "action": p})) for p in grid], axis=1)
     choice = (rng.random(n)[:, None] > np.cumsum(all_probs, axis=1)).sum(axis=1).clip(max=len(grid) - 1)
     logs = pd.DataFrame({"x": x, "action": grid[choice], "propensity": all_probs[np.arange(n), choice]})
     logs["candidate_prob"] = candidate(logs)
-    logs["booked"] = (rng.random(n) < book_prob(x, logs["action"].to_numpy())).astype(np.int64)
+    logs["booked"] = (rng.random(n) < _book_prob(x, logs["action"].to_numpy())).astype(np.int64)
     logs["reward"] = logs["booked"] * logs["action"]
-    return SimulatedLogs(logs, candidate, reward_model, value(candidate), value(logging))
+    return SimulatedLogs(logs, candidate, _reward_model, _true_value(candidate, grid), _true_value(logging, grid))
+
+
+def _book_prob(x: np.ndarray, price: np.ndarray) -> np.ndarray:
+    """The simulated logs' booking probability: logistic in demand ``x`` and price."""
+    return 1.0 / (1.0 + np.exp(-(1.0 + 0.8 * x - 0.03 * (price - 100.0))))
+
+
+def _softmax_policy(grid: np.ndarray, tilt: float, centre: float) -> ProbFn:
+    """A softmax pricing policy over ``grid``, tilted by demand (see :func:`_softmax_prob`)."""
+
+    def prob(frame: pd.DataFrame) -> np.ndarray:
+        x = frame["x"].to_numpy(dtype=np.float64)
+        return _softmax_prob(x, frame["action"].to_numpy(dtype=np.float64), grid, tilt, centre)
+
+    return prob
+
+
+def _reward_model(frame: pd.DataFrame) -> np.ndarray:
+    """The exact expected reward of each row's price (the simulated logs' true reward model)."""
+    price = frame["action"].to_numpy(dtype=np.float64)
+    return price * _book_prob(frame["x"].to_numpy(dtype=np.float64), price)
+
+
+def _true_value(prob: ProbFn, grid: np.ndarray) -> float:
+    """A policy's exact mean reward: Gauss-Hermite quadrature over ``x ~ N(0, 1)`` (80 nodes)."""
+    nodes, weights = np.polynomial.hermite_e.hermegauss(80)
+    weights = weights / weights.sum()
+    total = np.zeros(len(nodes))
+    for price in grid:
+        frame = pd.DataFrame({"x": nodes, "action": price})
+        total += prob(frame) * _reward_model(frame)
+    return float(weights @ total)

@@ -248,21 +248,7 @@ def market_classes(market: Market, h: int, r: int, *, start: datetime, days: int
         lam = per_seg[:, seg] * cl.share * cfg.view_prob  # (P, J)
         a = intercepts(market, cl, h, r, o, mid, market.checkin_ts(o) - mid * _DAY_S)
         for j, s in enumerate(cl.segment):
-            pmf = pmfs[s]
-            n = np.arange(1, len(pmf) + 1)
-            lam_jn = (lam[:, j, None] * pmf[None, :]).ravel()
-            cols["lam"].append(lam_jn)
-            cols["a"].append(np.repeat(a[:, j], len(pmf)))
-            cols["b"].append(np.full(lam_jn.size, cl.b[j]))
-            rooms = float(cl.rooms_pmf[j] @ np.arange(1, cl.rooms_pmf.shape[1] + 1))
-            cols["weight"].append(np.full(lam_jn.size, cl.intent[j] * cl.keep[j] * rooms))
-            held = np.tile(n, len(mid)) if cfg.stays_hold_nights else np.ones(lam_jn.size, dtype=np.int64)
-            cols["pay"].append(np.tile(n, len(mid)).astype(float))
-            cols["first"].append(np.full(lam_jn.size, i, dtype=np.int64))
-            cols["span"].append(held.astype(np.int64))
-            cols["lead_lo"].append(np.repeat(lo_l, len(pmf)))
-            cols["lead_hi"].append(np.repeat(hi_l, len(pmf)))
-            cols["cancel_odds"].append(np.full(lam_jn.size, (1.0 - cl.keep[j]) / max(cl.keep[j], 1e-9)))
+            _add_class(cols, cl, j, pmfs[s], lam[:, j], a[:, j], i, (lo_l, hi_l), cfg.stays_hold_nights)
     if not cols["lam"]:
         raise SimulatorError(field="days", value=days, expected="at least one night checking in after start")
     out = {k: np.concatenate(v) for k, v in cols.items()}
@@ -270,6 +256,28 @@ def market_classes(market: Market, h: int, r: int, *, start: datetime, days: int
     return Classes(out["lam"], out["a"], out["b"], out["weight"], out["pay"], out["first"], out["span"],
                    np.full(size, ref * _GRID_RANGE[0]), np.full(size, ref * _GRID_RANGE[1]),
                    out["lead_lo"], out["lead_hi"], out["cancel_odds"])
+
+
+def _add_class(
+    cols: dict[str, list[npt.NDArray[Any]]], cl: _Classes, j: int, pmf: Array, lam: Array, a: Array, night: int,
+    periods: tuple[Array, Array], hold: bool,
+) -> None:
+    """Append shopper class ``j``'s columns of one check-in night: one entry per lead-time period x stay length."""
+    n = np.arange(1, len(pmf) + 1)
+    lo_l, hi_l = periods
+    lam_jn = (lam[:, None] * pmf[None, :]).ravel()
+    cols["lam"].append(lam_jn)
+    cols["a"].append(np.repeat(a, len(pmf)))
+    cols["b"].append(np.full(lam_jn.size, cl.b[j]))
+    rooms = float(cl.rooms_pmf[j] @ np.arange(1, cl.rooms_pmf.shape[1] + 1))
+    cols["weight"].append(np.full(lam_jn.size, cl.intent[j] * cl.keep[j] * rooms))
+    held = np.tile(n, len(lo_l)) if hold else np.ones(lam_jn.size, dtype=np.int64)
+    cols["pay"].append(np.tile(n, len(lo_l)).astype(float))
+    cols["first"].append(np.full(lam_jn.size, night, dtype=np.int64))
+    cols["span"].append(held.astype(np.int64))
+    cols["lead_lo"].append(np.repeat(lo_l, len(pmf)))
+    cols["lead_hi"].append(np.repeat(hi_l, len(pmf)))
+    cols["cancel_odds"].append(np.full(lam_jn.size, (1.0 - cl.keep[j]) / max(cl.keep[j], 1e-9)))
 
 
 def window_capacity(market: Market, *, start: datetime, days: int, seed: int, warmup_days: int) -> Simulation:

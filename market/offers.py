@@ -112,28 +112,13 @@ def _complete(
     factors: NDArray[Any],
 ) -> SampledOffers:
     cfg = market.config
-    n = len(h)
     checkin = (ordinal - _EPOCH_ORDINAL) * _DAY + cfg.check_in_hour * 3600.0
-    channel, nights, rooms = [""] * n, np.ones(n, dtype=np.int64), np.ones(n, dtype=np.int64)
-    for k, seg in enumerate(cfg.segments):
-        rows = np.nonzero(s == k)[0]
-        weights = np.array(list(seg.channels.values()))
-        for i, c in zip(rows, rng.choice(list(seg.channels), size=len(rows), p=weights / weights.sum()), strict=True):
-            channel[i] = str(c)
-        nights[rows] = np.minimum(rng.geometric(1.0 / seg.nights_mean, len(rows)), 60)
-        rooms[rows] = rng.integers(seg.rooms[0], seg.rooms[1] + 1, len(rows))
+    channel, nights, rooms = _shopper_draws(market, rng, s)
     stay_dates = [date.fromordinal(int(o)) for o in ordinal]
     lead_days = np.array(
         [max((d - datetime.fromtimestamp(float(t), UTC).date()).days, 0) for d, t in zip(stay_dates, ts, strict=True)]
     )
-    capacity = np.array([market.capacity_at(int(a), int(b)) for a, b in zip(h, r, strict=True)])
-    expected = np.array(
-        [
-            market.expected_bookings_before(int(a), int(b), int(c), float(t))
-            for a, b, c, t in zip(h, r, ordinal, ts, strict=True)
-        ]
-    )
-    rooms_left = np.clip(capacity - rng.poisson(expected), 1, capacity)
+    capacity, rooms_left = _rooms_left(market, rng, h, r, ordinal, ts)
     per_view, cancel = _booking_mix(market, h, r, ordinal, ts, factors, checkin)
     return SampledOffers(
         h=h,
@@ -155,6 +140,36 @@ def _complete(
         cancel_share=cancel,
         hotel_searches_24h=_hotel_searches(market, h, ts),
     )
+
+
+def _shopper_draws(
+    market: Market, rng: np.random.Generator, s: NDArray[Any]
+) -> tuple[list[str], NDArray[np.int64], NDArray[np.int64]]:
+    """Each offer's channel, nights and rooms, drawn segment by segment (in the segments' order)."""
+    n = len(s)
+    channel, nights, rooms = [""] * n, np.ones(n, dtype=np.int64), np.ones(n, dtype=np.int64)
+    for k, seg in enumerate(market.config.segments):
+        rows = np.nonzero(s == k)[0]
+        weights = np.array(list(seg.channels.values()))
+        for i, c in zip(rows, rng.choice(list(seg.channels), size=len(rows), p=weights / weights.sum()), strict=True):
+            channel[i] = str(c)
+        nights[rows] = np.minimum(rng.geometric(1.0 / seg.nights_mean, len(rows)), 60)
+        rooms[rows] = rng.integers(seg.rooms[0], seg.rooms[1] + 1, len(rows))
+    return channel, nights, rooms
+
+
+def _rooms_left(
+    market: Market, rng: np.random.Generator, h: NDArray[Any], r: NDArray[Any], ordinal: NDArray[Any], ts: NDArray[Any]
+) -> tuple[NDArray[Any], NDArray[Any]]:
+    """Each offer's capacity, and its rooms left: capacity less a draw of the bookings expected by then (>= 1)."""
+    capacity = np.array([market.capacity_at(int(a), int(b)) for a, b in zip(h, r, strict=True)])
+    expected = np.array(
+        [
+            market.expected_bookings_before(int(a), int(b), int(c), float(t))
+            for a, b, c, t in zip(h, r, ordinal, ts, strict=True)
+        ]
+    )
+    return capacity, np.clip(capacity - rng.poisson(expected), 1, capacity)
 
 
 def _booking_mix(
