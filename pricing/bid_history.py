@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -80,45 +80,57 @@ def measure(
     Raises:
         ValueError: fewer than :data:`MIN_SEARCHES` searches (nothing to measure a curve from).
     """
-    leads: list[float] = []
-    rooms_of: Counter[str] = Counter()
-    rooms: list[int] = []
-    nights: list[int] = []
-    cancelled = 0
-    cancellations = 0
-    first: datetime | None = None
-    last: datetime | None = None
+    tally = _Tally()
     for event in events:
-        if isinstance(event, SearchEvent):
-            leads.append(_lead_days(event))
-            rooms_of[event.room_type] += 1
-        elif isinstance(event, BookingEvent):
-            rooms.append(event.rooms)
-            nights.append(max(event.nights, 1))
-        elif isinstance(event, CancellationEvent):
-            cancelled += event.rooms
-            cancellations += 1
-        else:
-            continue
-        at = event.event_time
-        first = at if first is None or at < first else first
-        last = at if last is None or at > last else last
+        tally.add(event)
+    leads, rooms, nights = tally.leads, tally.rooms, tally.nights
     if len(leads) < MIN_SEARCHES:
         msg = f"events: {len(leads)} searches, expected at least {MIN_SEARCHES} to measure the booking curve from"
         raise ValueError(msg)
     horizon = horizon_days or min(max(math.ceil(max(leads)), 1), _MAX_HORIZON)
-    total = sum(rooms_of.values())
+    total = sum(tally.rooms_of.values())
     defaults = BidPriceConfig()
     booked = sum(rooms)
     config = BidPriceConfig(
         curve=BookingCurve.from_leads([min(lead, float(horizon)) for lead in leads], horizon).cumulative,
         horizon_days=horizon,
         rooms_per_booking=max(booked / len(rooms), 1.0) if rooms else defaults.rooms_per_booking,
-        cancel_share=min(cancelled / booked, 0.9) if booked else defaults.cancel_share,
+        cancel_share=min(tally.cancelled / booked, 0.9) if booked else defaults.cancel_share,
         method=method,
         nights_per_booking=max(sum(nights) / len(nights), 1.0) if nights else defaults.nights_per_booking,
         nights_mix=nights_mix(nights) if nights else None,
         stays_hold_nights=stays_hold_nights,
-        room_shares=tuple((name, count / total) for name, count in sorted(rooms_of.items())),
+        room_shares=tuple((name, count / total) for name, count in sorted(tally.rooms_of.items())),
     )
-    return BidHistory(config, len(leads), len(rooms), cancellations, first, last)
+    return BidHistory(config, len(leads), len(rooms), tally.cancellations, tally.first, tally.last)
+
+
+@dataclass
+class _Tally:
+    """What :func:`measure` reads from the events, one at a time: search leads and rooms, bookings, cancellations."""
+
+    leads: list[float] = field(default_factory=list)
+    rooms_of: Counter[str] = field(default_factory=Counter)
+    rooms: list[int] = field(default_factory=list)
+    nights: list[int] = field(default_factory=list)
+    cancelled: int = 0
+    cancellations: int = 0
+    first: datetime | None = None
+    last: datetime | None = None
+
+    def add(self, event: Record) -> None:
+        """Count a search, booking or cancellation (and the span of their times); ignore any other record."""
+        if isinstance(event, SearchEvent):
+            self.leads.append(_lead_days(event))
+            self.rooms_of[event.room_type] += 1
+        elif isinstance(event, BookingEvent):
+            self.rooms.append(event.rooms)
+            self.nights.append(max(event.nights, 1))
+        elif isinstance(event, CancellationEvent):
+            self.cancelled += event.rooms
+            self.cancellations += 1
+        else:
+            return
+        at = event.event_time
+        self.first = at if self.first is None or at < self.first else self.first
+        self.last = at if self.last is None or at > self.last else self.last
