@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -42,6 +42,7 @@ from pricestream.commands.common import (
     fail,
     frame_table,
     new_app,
+    one_of,
     out,
     settings,
 )
@@ -161,6 +162,9 @@ def serve_stream(
     )
 
 
+_ENGINES: tuple[Literal["auto", "druid", "duckdb"], ...] = ("auto", "druid", "duckdb")
+
+
 @app.command()
 def query(
     sql: Annotated[str, typer.Argument(help="SQL over features_v1, events (DuckDB) or behaviour_events (Druid)")],
@@ -183,13 +187,12 @@ def query(
     """
     from features.analytics import query as run_query
 
-    if engine not in ("auto", "druid", "duckdb"):
-        fail(f"--engine: got {engine!r}, expected one of ['auto', 'druid', 'duckdb']")
+    chosen = one_of("--engine", engine, _ENGINES)
     if out_file is not None and out_file.suffix not in (".csv", ".parquet"):
         fail(f"--out: got {str(out_file)!r}, expected a path ending in .csv or .parquet")
     s = settings()
     with err.status(f"querying ({engine})"):
-        result = run_query(sql, engine=engine, druid_url=s.druid_url, offline_root=s.offline())  # type: ignore[arg-type]
+        result = run_query(sql, engine=chosen, druid_url=s.druid_url, offline_root=s.offline())
     from pricestream.commands.features import plain_numbers
 
     out.print(frame_table(plain_numbers(result.frame.head(limit)), limit=limit))

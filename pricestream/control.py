@@ -71,7 +71,7 @@ def artefact(entry: Entry, store: Path) -> Artefact:
         relative = entry.path.resolve().relative_to(store.resolve()).as_posix()
     except ValueError:  # the store is a copy of the registry's bundles (synced), not the registry itself
         relative = f"{entry.tier}/{entry.version}"
-    return Artefact(version=entry.version, tier=entry.tier, path=relative,  # type: ignore[arg-type]
+    return Artefact(version=entry.version, tier=entry.tier, path=relative,
                     onnx_sha256=entry.onnx_sha256)
 
 

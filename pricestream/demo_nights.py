@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from events.models import PricingRequest
+from events.models import CompetitorRateEvent, PricingRequest
 from events.producer import Producer
 from market.closed_nights import ClosedNightsSimulation, NightLedger, StayNights
 from market.evaluate import NetValueRecorder
@@ -79,7 +79,7 @@ class _Served:
             advance_rollout(self.run, self.log, seed=self.seed + len(self.steps), when=at)
         request = PricingRequest(
             hotel_id=offer.hotel_id, room_type=offer.room_type, stay_date=offer.stay_date, nights=offer.nights,
-            channel=offer.channel, event_time=offer.at,  # type: ignore[arg-type]
+            channel=offer.channel, event_time=offer.at,
         )
         decision = price(self.run, request)
         self.recent[(offer.hotel_id, offer.room_type, offer.stay_date)] = str(decision["decision_id"])
@@ -117,7 +117,7 @@ def play_deployed(
                 k, before, done = k + 1, consumed_features(run), served.decisions
                 _start_phase(served, cuts, k, say, regime)
             ledger.add(event)
-            if event.event_type != "competitor_rate" or event.stay_date in played:  # type: ignore[attr-defined]
+            if not isinstance(event, CompetitorRateEvent) or event.stay_date in played:
                 events.send(link_decision(event, served.recent))
         phases.append(_end_phase(run, events, log, cuts, k, served.decisions - done, regime, say, before))
     return DeployedRun(PolicyNights(ledger, recorded.total()), phases, served.decisions, served.steps)

@@ -72,7 +72,7 @@ def rules_policy(market: Market, rules: RuleSet) -> Policy:
                    {"rooms_left": float(offer.rooms_left),
                     "occupancy": 1.0 - offer.rooms_left / offer.capacity if offer.capacity else None})
         request = PricingRequest(hotel_id=offer.hotel_id, room_type=offer.room_type, stay_date=offer.stay_date,
-                                 nights=offer.nights, channel=offer.channel, event_time=offer.at)  # type: ignore[arg-type]
+                                 nights=offer.nights, channel=offer.channel, event_time=offer.at)
         return scorer.price(request).price
 
     return policy

@@ -106,12 +106,12 @@ def train_bootstrap(
     (:func:`cached_frame`), so the next bootstrap of the same size on this machine reads it back.
     """
     from market import Market, MarketConfig
-    from pricing.training import train_bundle
+    from pricing.training import TierName, train_bundle
 
     start = Market(MarketConfig(hotels=models.hotels, seed=seed)).config.start
     frame = bootstrap_frame(seed=seed, rows=rows, hotels=models.hotels, cache_dir=cache_dir)
     data_range = (start, start + timedelta(days=BOOTSTRAP_DAYS))
-    configs: dict[str, DemandModelConfig] = {
+    configs: dict[TierName, DemandModelConfig] = {
         "light": DemandModelConfig(num_trees=models.light_trees),
         "heavy": DemandModelConfig(n_members=models.heavy_members, num_trees=models.heavy_trees, bootstrap=True),
     }
@@ -120,7 +120,7 @@ def train_bootstrap(
         for step, (tier, config) in enumerate(configs.items()):
             if on_progress is not None:
                 on_progress(f"training bootstrap {tier} model", step, len(configs))
-            info = train_bundle(frame, Path(tmp) / tier, tier=tier, seed=seed, config=config)  # type: ignore[arg-type]
+            info = train_bundle(frame, Path(tmp) / tier, tier=tier, seed=seed, config=config)
             metrics = {**info.metrics, "bootstrap": True, "rows": rows}
             versions.append(registry.register(info.path, tier=tier, data_range=data_range, metrics=metrics))
     if on_progress is not None:

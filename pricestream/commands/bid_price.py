@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from pricestream.commands.common import CliInputError, new_app, out, settings, table
+from pricestream.commands.common import CliInputError, new_app, one_of, out, settings, table
 
 if TYPE_CHECKING:
     from events.config import KafkaConfig
@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 app = new_app("The bid price's forecast (booking curve, room shares, stays, cancellations) from behaviour history.")
 
 _SHOWN_ERRORS = 3
+
+_METHODS: tuple[Literal["dp", "fluid", "stochastic"], ...] = ("dp", "fluid", "stochastic")
 
 
 def events_from_file(path: Path, rejected: list[str]) -> Iterator[Record]:
@@ -103,9 +105,7 @@ def measure(
     """
     from pricing.bid_history import measure as measure_history
 
-    if method not in ("dp", "fluid", "stochastic"):
-        msg = f"--method: got {method!r}, expected dp, fluid or stochastic"
-        raise CliInputError(msg)
+    chosen = one_of("--method", method, _METHODS)
     rejected: list[str] = []
 
     def records() -> Iterator[Record]:
@@ -116,7 +116,7 @@ def measure(
             yield from _from_topic(topic, rejected)
 
     try:
-        history = measure_history(records(), method=method)  # type: ignore[arg-type]
+        history = measure_history(records(), method=chosen)
     except ValueError as exc:
         raise CliInputError(str(exc)) from exc
     out_path.parent.mkdir(parents=True, exist_ok=True)

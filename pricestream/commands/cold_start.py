@@ -170,7 +170,7 @@ def history_store(s: Settings) -> RedisHistoryStore:
     from features.connection import redis_client
 
     features = s.features()
-    return RedisHistoryStore(redis_client(features), prefix=history_prefix(features.project))  # type: ignore[arg-type]
+    return RedisHistoryStore(redis_client(features), prefix=history_prefix(features.project))
 
 
 @app.command("history")

@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import pandas as pd
 import typer
@@ -126,6 +126,22 @@ _OURS = frozenset({"events", "pipelines", "features", "pricing", "routing", "fee
 def fail(message: str) -> NoReturn:
     """Stop the command with one red line and exit code 1."""
     raise CliInputError(message)
+
+
+_Choice = TypeVar("_Choice", bound=str)
+
+
+def one_of(option: str, value: str, allowed: tuple[_Choice, ...]) -> _Choice:
+    """``value`` as one of ``allowed`` (typed as they are, e.g. a ``Literal``), else fail naming the option.
+
+    Example:
+        >>> one_of("--engine", "druid", ("auto", "druid"))
+        'druid'
+    """
+    for choice in allowed:
+        if value == choice:
+            return choice
+    fail(f"{option}: got {value!r}, expected one of {list(allowed)}")
 
 
 def ensure_bindable(host: str, port: int, *, what: str) -> None:

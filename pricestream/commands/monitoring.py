@@ -32,6 +32,7 @@ import pandas as pd
 from events.catalog import ALL_FEATURES
 
 if TYPE_CHECKING:
+    from delivery.state import HistoryEntry
     from events.config import KafkaConfig
 
 SHARE_BUCKET = "1h"
@@ -176,9 +177,9 @@ def drift_history(reference: pd.DataFrame, features: pd.DataFrame, *, at: dateti
     return [monitor.check(features[usable].astype(float), at=at)]
 
 
-def rollout_weights(history: Sequence[object]) -> list[tuple[datetime, Mapping[str, float]]]:
+def rollout_weights(history: Sequence[HistoryEntry]) -> list[tuple[datetime, Mapping[str, float]]]:
     """``[(time, {incumbent, candidate})]`` from a rollout state's history."""
-    return [(h.at, {"incumbent": 1.0 - h.candidate_weight, "candidate": h.candidate_weight})  # type: ignore[attr-defined]
+    return [(h.at, {"incumbent": 1.0 - h.candidate_weight, "candidate": h.candidate_weight})
             for h in history]
 
 
@@ -224,7 +225,7 @@ def write_run_dashboard(
     decided: pd.DataFrame,
     features: pd.DataFrame,
     reference: pd.DataFrame | None,
-    rollout_history: Sequence[object] = (),
+    rollout_history: Sequence[HistoryEntry] = (),
     window: timedelta = timedelta(hours=24),
     staleness: timedelta = timedelta(minutes=60),
 ) -> Path:

@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, is_dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 import typer
 
@@ -42,6 +42,7 @@ from pricestream.commands.common import (
     fail,
     json_logs,
     new_app,
+    one_of,
     out,
     settings,
     stoppable,
@@ -143,11 +144,13 @@ def _labels(o: Options, stop: threading.Event) -> Summary:
 def _sampler(o: Options, stop: threading.Event) -> Summary:
     from feedback.samplers import SamplerConfig
     from feedback.services import sampler_service as svc
+    from feedback.services.sampler_service import Strategy
 
     s = o.settings
     config = svc.SamplerServiceConfig(
         kafka=s.kafka(), checkpoint_dir=s.service_dir("sampler"), registry_root=s.registry(),
-        online_model_path=s.service_dir("trainer") / "online.pkl", strategy=o.strategy,  # type: ignore[arg-type]
+        online_model_path=s.service_dir("trainer") / "online.pkl",
+        strategy=one_of("--strategy", o.strategy, get_args(Strategy)),
         sampler=SamplerConfig(c=o.sampler_c, floor=o.sampler_floor, seed=s.seed),
         group_id=_group(s, "feedback-sampler"), transactional_id=_group(s, f"feedback-sampler-{s.service_instance}"),
     )
@@ -165,7 +168,7 @@ def _trainer(o: Options, stop: threading.Event) -> Summary:
     poison = PoisonConfig() if o.max_feature_shift is None else PoisonConfig(max_feature_shift=o.max_feature_shift)
     config = svc.TrainerServiceConfig(
         kafka=s.kafka(), state_dir=s.service_dir("trainer"), registry_root=s.registry(),
-        tier=o.tier,  # type: ignore[arg-type]
+        tier=one_of("--tier", o.tier, ("light", "heavy")),
         train_every=o.train_every, auto_promote=False, seed=s.seed, group_id=_group(s, "feedback-trainer"),
         guard=guard, poison=poison,
     )

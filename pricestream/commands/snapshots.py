@@ -22,7 +22,7 @@ from pricestream.progress import progress_bar
 
 if TYPE_CHECKING:
     from features.rows import FeatureRow
-    from features.snapshots import Manifest
+    from features.snapshots import Manifest, Progress
 
 app = new_app("Versioned training snapshots (point-in-time joins through Feast).")
 
@@ -182,7 +182,7 @@ def rows_from_backfill(frame: pd.DataFrame) -> list[FeatureRow]:
 
 
 def _from_druid(
-    as_of: datetime, start: datetime, entities: pd.DataFrame | None, *, on_progress: object
+    as_of: datetime, start: datetime, entities: pd.DataFrame | None, *, on_progress: Progress
 ) -> Manifest:
     from features.analytics import query_druid
     from features.backfill import backfill
@@ -206,7 +206,7 @@ def _from_druid(
         OfflineWriter(staged.offline).write_rows(rows_from_backfill(frame))
         store = build_store(staged, apply=True)
         return create_snapshot(
-            store, as_of=as_of, entities=entities, root=s.snapshots(), on_progress=on_progress  # type: ignore[arg-type]
+            store, as_of=as_of, entities=entities, root=s.snapshots(), on_progress=on_progress
         )
 
 
