@@ -214,16 +214,7 @@ def train_bundle(
     w = frame["weight"].to_numpy(dtype=np.float64) if "weight" in frame.columns else None
     init, parent = None, None
     if init_model is not None:
-        init, parent_meta = load_boosters(init_model)
-        if parent_meta["tier"] != tier:
-            msg = f"init_model {init_model}: tier {parent_meta['tier']!r} does not match {tier!r}"
-            raise BundleError(msg)
-        if tuple(parent_meta["columns"]) != columns:
-            missing = [c for c in columns if c not in parent_meta["columns"]]
-            msg = (f"init_model {init_model}: columns {list(parent_meta['columns'])} are not the {tier} tier's "
-                   f"(missing {missing}): train it afresh (no init_model) on the tier's columns")
-            raise BundleError(msg)
-        parent = str(parent_meta["version"])
+        init, parent = _parent(init_model, tier, columns)
         config = config.model_copy(update={"n_members": len(init)})
     down = price_columns(columns)
     metrics = _holdout_metrics(x, y, w, config=config, seed=seed, init=init, decreasing=down)
@@ -234,6 +225,40 @@ def train_bundle(
     response = fit_price_response(frame) if {"price", "base_rate"} <= set(frame.columns) else None
     return _write(Path(out_dir), members, tier=tier, columns=columns, metrics=metrics, parent=parent, x=x, seed=seed,
                   response=response, channels=fit_channel_offsets(frame, response), compiled=compiled)
+
+
+def _parent(init_model: str | Path, tier: TierName, columns: tuple[str, ...]) -> tuple[list[lgb.Booster], str]:
+    """The boosters and version of the bundle training continues from.
+
+    Raises:
+        BundleError: if it is unreadable, of another tier, or on other columns.
+    """
+    init, parent_meta = load_boosters(init_model)
+    if parent_meta["tier"] != tier:
+        msg = f"init_model {init_model}: tier {parent_meta['tier']!r} does not match {tier!r}"
+        raise BundleError(msg)
+    if tuple(parent_meta["columns"]) != columns:
+        missing = [c for c in columns if c not in parent_meta["columns"]]
+        msg = (f"init_model {init_model}: columns {list(parent_meta['columns'])} are not the {tier} tier's "
+               f"(missing {missing}): train it afresh (no init_model) on the tier's columns")
+        raise BundleError(msg)
+    return init, str(parent_meta["version"])
+
+
+def _write_members(
+    out: Path, members: list[lgb.Booster], columns: tuple[str, ...], *, compiled: bool
+) -> tuple[dict[str, str], list[str]]:
+    """Write the ONNX graph and the native boosters (and their compiled form); ``({file: sha256}, booster files)``."""
+    out.mkdir(parents=True, exist_ok=True)
+    onnx_bytes = to_onnx(members, n_features=len(columns)).SerializeToString()
+    (out / ONNX_FILE).write_bytes(onnx_bytes)
+    sha = {ONNX_FILE: hashlib.sha256(onnx_bytes).hexdigest()}
+    names = [f"booster_{i}.txt" for i in range(len(members))]
+    for name, booster in zip(names, members, strict=True):
+        booster.save_model(str(out / name))
+    if compiled:
+        export_compiled(out, names)
+    return sha, names
 
 
 def _write(
@@ -250,15 +275,8 @@ def _write(
     channels: Mapping[str, float] | None = None,
     compiled: bool = False,
 ) -> BundleInfo:
-    out.mkdir(parents=True, exist_ok=True)
-    onnx_bytes = to_onnx(members, n_features=len(columns)).SerializeToString()
-    (out / ONNX_FILE).write_bytes(onnx_bytes)
-    sha = {ONNX_FILE: hashlib.sha256(onnx_bytes).hexdigest()}
-    names = [f"booster_{i}.txt" for i in range(len(members))]
-    for name, booster in zip(names, members, strict=True):
-        booster.save_model(str(out / name))
-    if compiled:
-        export_compiled(out, names)
+    """Write the bundle: its model files, then ``meta.json`` naming them, their checksum and what they saw."""
+    sha, names = _write_members(out, members, columns, compiled=compiled)
     name = f"demand-{tier}"
     version = f"{tier}-{sha[ONNX_FILE][:12]}"
     meta = {
