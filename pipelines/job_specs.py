@@ -10,16 +10,30 @@ the views of its group), :func:`sink_spec` and
 is a state: its rows carry ``event_time_ms * 1e6 + offset % 1e6`` as version (deterministic on replay,
 tie-broken by the partition offset). Both land on ``features.v1`` and in Redis as value rows, one per
 (entity, view): the sinks split a group's row per view.
+
+Each spec is a typed model of :mod:`pipelines.spec_models` serialised to JSON, which the JVM reads
+once through one typed reader per spec (``SinkSpec.java``, ``SourceSpec.java``, ``TileSpec.java``,
+``RedisSinkSpec.java``); ``tests/integration/test_job_spec_roundtrip.py`` reads these specs back there.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 from urllib.parse import urlsplit
 
 from events.catalog import STAY_KEYS, VIEW_SPECS, VIEWS, ViewSpec
 from pipelines.config import FeatureJobConfig
+from pipelines.spec_models import (
+    KafkaTarget,
+    RedisSinkSpec,
+    SinkSpec,
+    SourceSpec,
+    TileFeature,
+    TileGroup,
+    TileSpec,
+    TileView,
+    ViewLayout,
+)
 
 
 def sink_spec(config: FeatureJobConfig) -> str:
@@ -30,35 +44,35 @@ def sink_spec(config: FeatureJobConfig) -> str:
     version makes a repeated row a no-op, so a row is visible as soon as it is written instead of at
     the next checkpoint. Dead letters keep ``delivery`` (exactly-once by default).
     """
-    return json.dumps({
-        "bootstrap": config.bootstrap_servers,
-        "views": {name: list(names) for name, (_, names) in VIEWS.items()},  # a row's features, in this order
-        "groups": _group_views(),  # a group's row: its views' features one after another, split per view
-        "properties": dict(config.kafka_properties),  # SASL and TLS on a secure stack
-        "features": {
-            "topic": config.topic(config.sink_topic),
-            "delivery": config.tile_delivery,
-            "transactional_id_prefix": config.scoped(f"{config.transactional_id_prefix}-features"),
+    return SinkSpec(
+        bootstrap=config.bootstrap_servers,
+        views={name: list(names) for name, (_, names) in VIEWS.items()},  # a row's features, in this order
+        groups=_group_views(),  # a group's row: its views' features one after another, split per view
+        properties=dict(config.kafka_properties),  # SASL and TLS on a secure stack
+        features=KafkaTarget(
+            topic=config.topic(config.sink_topic),
+            delivery=config.tile_delivery,
+            transactional_id_prefix=config.scoped(f"{config.transactional_id_prefix}-features"),
             # Value rows are small (~400 bytes): larger batches cut the producer's network thread, which
             # cost ~45 us per event with the defaults (16 kB batches). No compression: each new lz4 batch
             # allocated its block buffers (~2% of the job's CPU samples).
-            "properties": {"transaction.timeout.ms": str(config.transaction_timeout_ms), "linger.ms": "20",
-                           "batch.size": "262144", "compression.type": "none"},
-        },
-        "dlq": {
-            "topic": config.topic(config.source_topic + ".dlq"),
-            "delivery": config.delivery,
-            "transactional_id_prefix": config.scoped(f"{config.transactional_id_prefix}-dlq"),
-            "properties": {"transaction.timeout.ms": str(config.transaction_timeout_ms)},
-        },
-        "accepted": None if config.accepted_topic is None else {
-            "topic": config.topic(config.accepted_topic),
+            properties={"transaction.timeout.ms": str(config.transaction_timeout_ms), "linger.ms": "20",
+                        "batch.size": "262144", "compression.type": "none"},
+        ),
+        dlq=KafkaTarget(
+            topic=config.topic(config.source_topic + ".dlq"),
+            delivery=config.delivery,
+            transactional_id_prefix=config.scoped(f"{config.transactional_id_prefix}-dlq"),
+            properties={"transaction.timeout.ms": str(config.transaction_timeout_ms)},
+        ),
+        accepted=None if config.accepted_topic is None else KafkaTarget(
+            topic=config.topic(config.accepted_topic),
             # at-least-once: the offline store keeps one copy per (source topic, partition, offset)
-            "delivery": "at-least-once",
-            "transactional_id_prefix": config.scoped(f"{config.transactional_id_prefix}-accepted"),
-            "properties": {"linger.ms": "20", "batch.size": "262144"},
-        },
-    })
+            delivery="at-least-once",
+            transactional_id_prefix=config.scoped(f"{config.transactional_id_prefix}-accepted"),
+            properties={"linger.ms": "20", "batch.size": "262144"},
+        ),
+    ).to_json()
 
 
 _TILE_COLUMNS = ("hotel_id", "room_type", "stay_date", "event_time_ms", "src_offset", "publish_ms",
@@ -85,23 +99,23 @@ def source_spec(config: FeatureJobConfig) -> str:
     """
     from events.contract import encoded_job_spec
 
-    return json.dumps({
-        "bootstrap": config.bootstrap_servers,
-        "topic": config.topic(config.source_topic),
-        "group_id": config.scoped(config.group_id),
-        "properties": {"isolation.level": "read_committed", "auto.offset.reset": "earliest",
-                       **config.kafka_properties},
-        "startup": config.startup,
-        "bounded": config.bounded,
-        "out_of_orderness_ms": config.out_of_orderness_ms,
-        "idle_timeout_ms": config.idle_timeout_ms,
-        "watermark_emit": config.watermark_emit,
-        "allowed_lateness_ms": config.allowed_lateness_ms,
-        "late_reason": late_reason(config),
-        "contract": encoded_job_spec(config.hotels),
-        "columns": list(tile_columns()),
-        "accepted": config.accepted_topic is not None,
-    })
+    return SourceSpec(
+        bootstrap=config.bootstrap_servers,
+        topic=config.topic(config.source_topic),
+        group_id=config.scoped(config.group_id),
+        properties={"isolation.level": "read_committed", "auto.offset.reset": "earliest",
+                    **config.kafka_properties},
+        startup=config.startup,
+        bounded=config.bounded,
+        out_of_orderness_ms=config.out_of_orderness_ms,
+        idle_timeout_ms=config.idle_timeout_ms,
+        watermark_emit=config.watermark_emit,
+        allowed_lateness_ms=config.allowed_lateness_ms,
+        late_reason=late_reason(config),
+        contract=encoded_job_spec(config.hotels),
+        columns=list(tile_columns()),
+        accepted=config.accepted_topic is not None,
+    ).to_json()
 
 
 def tile_groups() -> dict[str, list[ViewSpec]]:
@@ -135,22 +149,24 @@ def tile_spec(config: FeatureJobConfig) -> str:
     groups = tile_groups()
     tiled = [spec for specs in groups.values() for spec in specs]
     horizon = max((spec.window_ms or 0) + (spec.tile_ms or 0) for spec in tiled) + config.allowed_lateness_ms
-    return json.dumps({
-        "columns": list(tile_columns()),
-        "flush_ms": config.flush_ms,
-        "backlog_flush_ms": max(config.backlog_flush_ms, config.flush_ms),
-        "backlog_lag_ms": config.backlog_lag_ms,
-        "horizon_ms": horizon,
-        "groups": [{
-            "name": name,
-            "keys": list(specs[0].keys),
-            "views": [{
-                "name": spec.name, "tile_ms": spec.tile_ms, "window_ms": spec.window_ms,
-                "rates": spec.competitor_rates, "partials": list(spec.partials),
-                "features": [{"name": f.name, "agg": f.agg, "column": f.column} for f in spec.features],
-            } for spec in specs],
-        } for name, specs in groups.items()],
-    })
+    return TileSpec(
+        columns=list(tile_columns()),
+        flush_ms=config.flush_ms,
+        backlog_flush_ms=max(config.backlog_flush_ms, config.flush_ms),
+        backlog_lag_ms=config.backlog_lag_ms,
+        horizon_ms=horizon,
+        groups=[TileGroup(name=name, keys=list(specs[0].keys), views=[_tile_view(spec) for spec in specs])
+                for name, specs in groups.items()],
+    ).to_json()
+
+
+def _tile_view(spec: ViewSpec) -> TileView:
+    """One tiled view of :func:`tile_spec` (its tile and window are set: :func:`tile_groups` keeps only those)."""
+    return TileView(
+        name=spec.name, tile_ms=spec.tile_ms or 0, window_ms=spec.window_ms or 0,
+        rates=spec.competitor_rates, partials=list(spec.partials),
+        features=[TileFeature(name=f.name, agg=f.agg, column=f.column) for f in spec.features],
+    )
 
 
 def redis_sink_spec(config: FeatureJobConfig) -> str:
@@ -181,17 +197,17 @@ def redis_sink_spec(config: FeatureJobConfig) -> str:
     def b64(raw: bytes) -> str:
         return base64.b64encode(raw).decode()
 
-    return json.dumps({
-        "host": parts.hostname or "127.0.0.1", "port": parts.port or 6379, "db": int(parts.path.strip("/") or 0),
-        "cluster": [[host, port] for host, port in seeds],
-        "user": online.username, "password": online.password, "timeout_ms": online.timeout_ms,
-        "retry_ms": online.retry_ms, "project": online.project, "script": CAS_SCRIPT,
-        "batch_rows": online.batch_rows, "rows_per_call": online.rows_per_call, "flush_ms": online.flush_ms,
-        "lag_edges_ms": list(SINK_LAG_EDGES_MS),
-        "groups": _group_views(),
-        "views": {name: {
-            "prefix": b64(entity_key_prefix(keys)), "key_count": len(keys), "string_tag": b64(string_tag()),
-            "version_field": b64(version_field(name)), "ts_field": b64(ts_field(name)),
-            "fields": [[f, b64(feature_field(name, f))] for f in names],
-        } for name, (keys, names) in VIEWS.items()},
-    })
+    return RedisSinkSpec(
+        host=parts.hostname or "127.0.0.1", port=parts.port or 6379, db=int(parts.path.strip("/") or 0),
+        cluster=[(host, port) for host, port in seeds],
+        user=online.username, password=online.password, timeout_ms=online.timeout_ms,
+        retry_ms=online.retry_ms, project=online.project, script=CAS_SCRIPT,
+        batch_rows=online.batch_rows, rows_per_call=online.rows_per_call, flush_ms=online.flush_ms,
+        lag_edges_ms=list(SINK_LAG_EDGES_MS),
+        groups=_group_views(),
+        views={name: ViewLayout(
+            prefix=b64(entity_key_prefix(keys)), key_count=len(keys), string_tag=b64(string_tag()),
+            version_field=b64(version_field(name)), ts_field=b64(ts_field(name)),
+            fields=[(f, b64(feature_field(name, f))) for f in names],
+        ) for name, (keys, names) in VIEWS.items()},
+    ).to_json()

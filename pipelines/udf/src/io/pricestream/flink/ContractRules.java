@@ -7,14 +7,11 @@ import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Function;
 import java.util.regex.Pattern;
-
-import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
 
 /**
  * The contract spec ({@code events.contract.job_spec}) compiled once for {@link ParseEvent}: the
@@ -44,30 +41,35 @@ final class ContractRules {
     final Map<String, Integer> fieldSlots = new HashMap<>();
     /** Per event type, per slot: whether the type has that field. */
     final Map<String, boolean[]> allowedSlots = new HashMap<>();
-    private final List<JsonNode> flagRules = new ArrayList<>();
+    private final List<FlagRule> flagRules = new ArrayList<>();
     /** Valid date texts seen lately and their dates (stay dates repeat): the regex and the parse run once per text. */
     private final Map<String, LocalDate> dates = new HashMap<>();
 
-    ContractRules(JsonNode spec) {
-        maxBytes = spec.get("max_record_bytes").asInt();
-        dlqBytes = spec.get("dlq_payload_bytes").asInt();
-        minMs = spec.get("event_time_ms").get(0).asLong();
-        maxMs = spec.get("event_time_ms").get(1).asLong();
-        uuidText = Pattern.compile(spec.get("text_forms").get("uuid").asText());
-        dateText = Pattern.compile(spec.get("text_forms").get("date").asText());
-        instantText = Pattern.compile(spec.get("text_forms").get("instant").asText());
-        defaultZone = ZoneId.of(spec.get("default_zone").asText());
-        defaultRange = range(spec.get("default_price_range"));
-        for (Iterator<Map.Entry<String, JsonNode>> it = spec.get("hotels").fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> hotel = it.next();
-            zones.put(hotel.getKey(), ZoneId.of(hotel.getValue().get("zone").asText()));
-            ranges.put(hotel.getKey(), range(hotel.getValue().get("price_range")));
+    /** Compiles {@code spec}, the contract spec read through {@link SpecNode} (named "contract spec" in errors). */
+    ContractRules(SpecNode spec) {
+        maxBytes = spec.int32("max_record_bytes");
+        dlqBytes = spec.int32("dlq_payload_bytes");
+        long[] eventTimeMs = spec.integers("event_time_ms");
+        if (eventTimeMs.length != 2) {
+            throw new IllegalArgumentException("contract spec: field event_time_ms: got " + eventTimeMs.length
+                + " items, expected [min, max) epoch milliseconds");
         }
-        for (Iterator<Map.Entry<String, JsonNode>> it = spec.get("types").fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> type = it.next();
+        minMs = eventTimeMs[0];
+        maxMs = eventTimeMs[1];
+        SpecNode forms = spec.object("text_forms");
+        uuidText = Pattern.compile(forms.text("uuid"));
+        dateText = Pattern.compile(forms.text("date"));
+        instantText = Pattern.compile(forms.text("instant"));
+        defaultZone = ZoneId.of(spec.text("default_zone"));
+        defaultRange = spec.numbers("default_price_range");
+        for (Map.Entry<String, SpecNode> hotel : spec.members("hotels").entrySet()) {
+            zones.put(hotel.getKey(), ZoneId.of(hotel.getValue().text("zone")));
+            ranges.put(hotel.getKey(), hotel.getValue().numbers("price_range"));
+        }
+        for (Map.Entry<String, SpecNode> type : spec.members("types").entrySet()) {
             List<FieldRule> rules = new ArrayList<>();
             Set<String> names = new HashSet<>();
-            for (JsonNode node : type.getValue()) {
+            for (SpecNode node : type.getValue().elements()) {
                 FieldRule rule = FieldRule.compile(node);
                 rules.add(rule);
                 names.add(rule.name);
@@ -75,7 +77,9 @@ final class ContractRules {
             types.put(type.getKey(), rules);
             fieldNames.put(type.getKey(), names);
         }
-        spec.get("flags").forEach(flagRules::add);
+        for (SpecNode flag : spec.items("flags")) {
+            flagRules.add(new FlagRule(flag));
+        }
         assignSlots();
     }
 
@@ -98,10 +102,6 @@ final class ContractRules {
                 rule.slot = fieldSlots.get(rule.name);
             }
         }
-    }
-
-    private static double[] range(JsonNode node) {
-        return new double[] {node.get(0).asDouble(), node.get(1).asDouble()};
     }
 
     /** The local date of {@code eventMs} in {@code hotel}'s zone (the spec's default zone for an unknown hotel). */
@@ -134,23 +134,45 @@ final class ContractRules {
         return date;
     }
 
+    /**
+     * One flag of the spec, compiled: an equality flag ({@code event_type}, {@code field}, {@code equals})
+     * or a range flag ({@code fields} outside the hotel's price range, zero skipped if {@code skip_zero}).
+     */
+    private static final class FlagRule {
+        final String flag;
+        /** The equality flag's value; null for a range flag. */
+        final BigDecimal equals;
+        final String eventType;
+        final String field;
+        final List<String> fields;
+        final boolean skipZero;
+
+        FlagRule(SpecNode rule) {
+            flag = rule.text("flag");
+            equals = rule.decimalOrNull("equals");
+            eventType = equals == null ? null : rule.text("event_type");
+            field = equals == null ? null : rule.text("field");
+            fields = equals == null ? rule.texts("fields") : List.of();
+            skipZero = rule.flagOr("skip_zero", false);
+        }
+    }
+
     /** The spec's flags that an event's values raise, comma separated, or null; {@code field} gives a value by name. */
     String flags(String kind, String hotel, Function<String, Object> field) {
         StringBuilder out = null;
-        for (JsonNode rule : flagRules) {
+        for (FlagRule rule : flagRules) {
             boolean hit = false;
-            if (rule.has("equals")) {
-                Object v = field.apply(rule.get("field").asText());
-                hit = kind.equals(rule.get("event_type").asText()) && (v instanceof Long || v instanceof Double)
-                    && decimal(v).compareTo(rule.get("equals").decimalValue()) == 0;
+            if (rule.equals != null) {
+                Object v = field.apply(rule.field);
+                hit = kind.equals(rule.eventType) && (v instanceof Long || v instanceof Double)
+                    && decimal(v).compareTo(rule.equals) == 0;
             } else {
                 double[] r = ranges.getOrDefault(hotel, defaultRange);
-                boolean skipZero = rule.path("skip_zero").asBoolean(false);
-                for (JsonNode name : rule.get("fields")) {
-                    Object v = field.apply(name.asText());
+                for (String name : rule.fields) {
+                    Object v = field.apply(name);
                     if (v instanceof Long || v instanceof Double) {
                         double x = ((Number) v).doubleValue();
-                        if (!(skipZero && x == 0) && (x < r[0] || x > r[1])) {
+                        if (!(rule.skipZero && x == 0) && (x < r[0] || x > r[1])) {
                             hit = true;
                         }
                     }
@@ -158,7 +180,7 @@ final class ContractRules {
             }
             if (hit) {
                 out = out == null ? new StringBuilder() : out.append(',');
-                out.append(rule.get("flag").asText());
+                out.append(rule.flag);
             }
         }
         return out == null ? null : out.toString();

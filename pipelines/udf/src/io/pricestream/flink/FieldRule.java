@@ -7,8 +7,6 @@ import java.util.List;
 import java.util.Set;
 import java.util.regex.Pattern;
 
-import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
-
 /**
  * One field rule of the contract spec, compiled: the kind, whether the field is required or
  * nullable, and its allowed values, bounds, lengths and pattern. Both of {@link ParseEvent}'s paths
@@ -37,28 +35,28 @@ final class FieldRule {
     static final int ACCEPTED_MAX = 4096;
 
     /** The rule of one entry of a type's field list in the spec. */
-    static FieldRule compile(JsonNode node) {
+    static FieldRule compile(SpecNode node) {
         FieldRule rule = new FieldRule();
-        rule.name = node.get("name").asText();
-        rule.kind = node.get("kind").asText();
-        rule.required = node.path("required").asBoolean(false);
-        rule.nullable = node.path("nullable").asBoolean(false);
+        rule.name = node.text("name");
+        rule.kind = node.text("kind");
+        rule.required = node.flagOr("required", false);
+        rule.nullable = node.flagOr("nullable", false);
         if (node.has("values")) {
-            for (JsonNode value : node.get("values")) {
-                if (value.isTextual()) {
+            for (SpecNode value : node.items("values")) {
+                if (value.isText()) {
                     rule.textValues.add(value.asText());
                 } else {
-                    rule.numberValues.add(value.decimalValue());
+                    rule.numberValues.add(value.asDecimal());
                 }
             }
         }
-        rule.minimum = node.has("minimum") ? node.get("minimum").decimalValue() : null;
-        rule.maximum = node.has("maximum") ? node.get("maximum").decimalValue() : null;
-        rule.exclusiveMinimum = node.has("exclusiveMinimum") ? node.get("exclusiveMinimum").decimalValue() : null;
-        rule.exclusiveMaximum = node.has("exclusiveMaximum") ? node.get("exclusiveMaximum").decimalValue() : null;
-        rule.minLength = node.path("minLength").asInt(-1);
-        rule.maxLength = node.path("maxLength").asInt(-1);
-        rule.pattern = node.has("pattern") ? Pattern.compile(node.get("pattern").asText()) : null;
+        rule.minimum = node.decimalOrNull("minimum");
+        rule.maximum = node.decimalOrNull("maximum");
+        rule.exclusiveMinimum = node.decimalOrNull("exclusiveMinimum");
+        rule.exclusiveMaximum = node.decimalOrNull("exclusiveMaximum");
+        rule.minLength = node.int32Or("minLength", -1);
+        rule.maxLength = node.int32Or("maxLength", -1);
+        rule.pattern = node.has("pattern") ? Pattern.compile(node.text("pattern")) : null;
         return rule;
     }
 

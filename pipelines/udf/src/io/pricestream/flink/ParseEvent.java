@@ -55,7 +55,7 @@ public class ParseEvent extends TableFunction<Row> {
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)  // a key twice: refused naming it, as pydantic's path
             .build();
         JsonNode spec = mapper.readTree(Base64.getUrlDecoder().decode(encoded));
-        rules = new ContractRules(spec);
+        rules = new ContractRules(SpecNode.of("contract spec", spec));
         scan = new FastScan(rules, mapper.getFactory());
         tree = new TreeCheck(rules, mapper);
         fastPath = true;

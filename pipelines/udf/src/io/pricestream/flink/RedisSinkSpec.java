@@ -6,12 +6,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-
-import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
-import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.json.JsonMapper;
 
 import redis.clients.jedis.HostAndPort;
 
@@ -43,62 +39,34 @@ final class RedisSinkSpec implements Serializable {
     final Map<String, ViewLayout[]> groups = new HashMap<>();
 
     static RedisSinkSpec parse(String json) throws IOException {
-        JsonNode root = JsonMapper.builder().build().readTree(json);
+        SpecNode root = SpecNode.parse("redis sink spec", json);
         RedisSinkSpec s = new RedisSinkSpec();
-        s.host = root.get("host").asText();
-        s.port = root.get("port").asInt();
-        if (root.hasNonNull("cluster")) {
-            for (JsonNode seed : root.get("cluster")) {
-                s.cluster.add(new HostAndPort(seed.get(0).asText(), seed.get(1).asInt()));
-            }
+        s.host = root.text("host");
+        s.port = root.int32("port");
+        for (SpecNode seed : root.items("cluster")) {  // empty for one server
+            s.cluster.add(new HostAndPort(seed.text(0), seed.int32(1)));
         }
-        s.db = root.get("db").asInt();
-        s.user = root.hasNonNull("user") ? root.get("user").asText() : null;
-        s.password = root.hasNonNull("password") ? root.get("password").asText() : null;
-        s.timeoutMs = root.get("timeout_ms").asInt();
-        s.retryMs = root.get("retry_ms").asLong();
-        s.project = root.get("project").asText().getBytes(StandardCharsets.UTF_8);
-        s.script = root.get("script").asText();
-        s.batchRows = root.get("batch_rows").asInt();
-        s.rowsPerCall = root.get("rows_per_call").asInt();
-        s.flushMs = root.get("flush_ms").asLong();
-        JsonNode edges = root.get("lag_edges_ms");
-        s.lagEdgesMs = new long[edges.size()];
-        for (int i = 0; i < s.lagEdgesMs.length; i++) {
-            s.lagEdgesMs[i] = edges.get(i).asLong();
-        }
-        Base64.Decoder b64 = Base64.getDecoder();
-        Iterator<Map.Entry<String, JsonNode>> it = root.get("views").fields();
-        while (it.hasNext()) {
-            Map.Entry<String, JsonNode> e = it.next();
-            JsonNode v = e.getValue();
-            ViewLayout layout = new ViewLayout();
-            layout.prefix = b64.decode(v.get("prefix").asText());
-            for (ViewLayout other : s.views.values()) {
-                if (java.util.Arrays.equals(other.prefix, layout.prefix)) {
-                    layout.prefix = other.prefix;  // one array per entity kind: rows are grouped by identity
-                    break;
-                }
-            }
-            layout.keyCount = v.get("key_count").asInt();
-            layout.stringTag = b64.decode(v.get("string_tag").asText());
-            layout.versionField = b64.decode(v.get("version_field").asText());
-            layout.tsField = b64.decode(v.get("ts_field").asText());
-            for (JsonNode f : v.get("fields")) {
-                layout.names.add(f.get(0).asText());
-                layout.fields.add(b64.decode(f.get(1).asText()));
-            }
-            s.views.put(e.getKey(), layout);
+        s.db = root.int32("db");
+        s.user = root.nullableText("user");
+        s.password = root.nullableText("password");
+        s.timeoutMs = root.int32("timeout_ms");
+        s.retryMs = root.integer("retry_ms");
+        s.project = root.text("project").getBytes(StandardCharsets.UTF_8);
+        s.script = root.text("script");
+        s.batchRows = root.int32("batch_rows");
+        s.rowsPerCall = root.int32("rows_per_call");
+        s.flushMs = root.integer("flush_ms");
+        s.lagEdgesMs = root.integers("lag_edges_ms");
+        for (Map.Entry<String, SpecNode> e : root.members("views").entrySet()) {
+            s.views.put(e.getKey(), s.layout(e.getValue()));
         }
         if (s.views.isEmpty()) {
             throw new IllegalArgumentException("redis sink spec: got no views, expected the layout of each view");
         }
-        Iterator<Map.Entry<String, JsonNode>> gs = root.get("groups").fields();
-        while (gs.hasNext()) {
-            Map.Entry<String, JsonNode> g = gs.next();
-            ViewLayout[] members = new ViewLayout[g.getValue().size()];
+        for (Map.Entry<String, String[]> g : root.textArrayMembers("groups").entrySet()) {
+            ViewLayout[] members = new ViewLayout[g.getValue().length];
             for (int i = 0; i < members.length; i++) {
-                String view = g.getValue().get(i).asText();
+                String view = g.getValue()[i];
                 members[i] = s.views.get(view);
                 if (members[i] == null) {
                     throw new IllegalArgumentException("redis sink spec: group '" + g.getKey() + "' names view '"
@@ -108,6 +76,28 @@ final class RedisSinkSpec implements Serializable {
             s.groups.put(g.getKey(), members);
         }
         return s;
+    }
+
+    /** One view's layout, its byte strings decoded from base64. */
+    private ViewLayout layout(SpecNode v) {
+        Base64.Decoder b64 = Base64.getDecoder();
+        ViewLayout layout = new ViewLayout();
+        layout.prefix = b64.decode(v.text("prefix"));
+        for (ViewLayout other : views.values()) {
+            if (java.util.Arrays.equals(other.prefix, layout.prefix)) {
+                layout.prefix = other.prefix;  // one array per entity kind: rows are grouped by identity
+                break;
+            }
+        }
+        layout.keyCount = v.int32("key_count");
+        layout.stringTag = b64.decode(v.text("string_tag"));
+        layout.versionField = b64.decode(v.text("version_field"));
+        layout.tsField = b64.decode(v.text("ts_field"));
+        for (SpecNode f : v.items("fields")) {
+            layout.names.add(f.text(0));
+            layout.fields.add(b64.decode(f.text(1)));
+        }
+        return layout;
     }
 
     /** One view's Redis layout: entity-key prefix, field names, features in order. */

@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
@@ -16,8 +15,6 @@ import org.apache.flink.connector.kafka.sink.KafkaSink;
 import org.apache.flink.kafka.shaded.org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.flink.kafka.shaded.org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.flink.kafka.shaded.org.apache.kafka.common.header.internals.RecordHeaders;
-import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
-import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.types.Row;
 import org.apache.flink.util.Collector;
@@ -48,22 +45,19 @@ public final class SinkJob {
      */
     public static void attach(DataStream<Row> values, DataStream<Row> deadLetters, DataStream<Row> accepted,
                               String specJson, String redisSpecJson) throws IOException {
-        JsonNode spec = new ObjectMapper().readTree(specJson);
+        SinkSpec spec = SinkSpec.parse(specJson);
         Properties producer = new Properties();
-        putAll(producer, spec.get("properties"));
-        String bootstrap = spec.get("bootstrap").asText();
-        JsonNode features = spec.get("features");
-        Map<String, String[]> names = stringArrays(spec.get("views"));  // each view's features, in order
-        values.flatMap(new PerView(stringArrays(spec.get("groups")), names)).returns(TileJob.outputType())
+        producer.putAll(spec.properties);
+        Map<String, String[]> names = spec.views;  // each view's features, in order
+        values.flatMap(new PerView(spec.groups, names)).returns(TileJob.outputType())
             .name("value rows per view").uid("pricestream-rows-per-view")
-            .sinkTo(kafka(bootstrap, producer, features, new ValueRows(features.get("topic").asText(), names)))
+            .sinkTo(kafka(spec.bootstrap, producer, spec.features, new ValueRows(spec.features.topic, names)))
             .name("features.v1: value rows").uid("pricestream-sink-features");
-        JsonNode dlq = spec.get("dlq");
-        deadLetters.sinkTo(kafka(bootstrap, producer, dlq, new DeadLetters(dlq.get("topic").asText())))
+        deadLetters.sinkTo(kafka(spec.bootstrap, producer, spec.dlq, new DeadLetters(spec.dlq.topic)))
             .name("DLQ: dead letters").uid("pricestream-sink-dlq");
-        JsonNode events = spec.get("accepted");
-        if (events != null && !events.isNull()) {
-            accepted.sinkTo(kafka(bootstrap, producer, events, new AcceptedEvents.Records(events.get("topic").asText())))
+        if (spec.accepted != null) {
+            accepted.sinkTo(kafka(spec.bootstrap, producer, spec.accepted,
+                                  new AcceptedEvents.Records(spec.accepted.topic)))
                 .name("accepted events").uid("pricestream-sink-accepted");
         }
         if (redisSpecJson != null) {
@@ -71,34 +65,12 @@ public final class SinkJob {
         }
     }
 
-    /** A JSON object of string arrays, as a map of arrays. */
-    private static Map<String, String[]> stringArrays(JsonNode object) {
-        Map<String, String[]> out = new HashMap<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = object.fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> member = it.next();
-            String[] values = new String[member.getValue().size()];
-            for (int i = 0; i < values.length; i++) {
-                values[i] = member.getValue().get(i).asText();
-            }
-            out.put(member.getKey(), values);
-        }
-        return out;
-    }
-
-    /** The members of a JSON object of strings, as properties. */
-    private static void putAll(Properties into, JsonNode members) {
-        for (Iterator<Map.Entry<String, JsonNode>> it = members.fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> p = it.next();
-            into.setProperty(p.getKey(), p.getValue().asText());
-        }
-    }
-
-    private static KafkaSink<Row> kafka(String bootstrap, Properties common, JsonNode target,
+    private static KafkaSink<Row> kafka(String bootstrap, Properties common, SinkSpec.Target target,
                                         KafkaRecordSerializationSchema<Row> records) {
         Properties producer = new Properties();
         producer.putAll(common);
-        putAll(producer, target.get("properties"));
-        String delivery = target.get("delivery").asText();
+        producer.putAll(target.properties);
+        String delivery = target.delivery;
         DeliveryGuarantee guarantee;
         switch (delivery) {
             case "exactly-once": guarantee = DeliveryGuarantee.EXACTLY_ONCE; break;
@@ -112,7 +84,7 @@ public final class SinkJob {
             .setBootstrapServers(bootstrap)
             .setKafkaProducerConfig(producer)
             .setDeliveryGuarantee(guarantee)
-            .setTransactionalIdPrefix(target.get("transactional_id_prefix").asText())
+            .setTransactionalIdPrefix(target.transactionalIdPrefix)
             .setRecordSerializer(records)
             .build();
     }

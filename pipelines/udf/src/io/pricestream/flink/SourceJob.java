@@ -7,7 +7,6 @@ import java.time.LocalDate;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -26,8 +25,6 @@ import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsIni
 import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
 import org.apache.flink.kafka.shaded.org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.flink.kafka.shaded.org.apache.kafka.clients.consumer.OffsetResetStrategy;
-import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
-import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -103,25 +100,20 @@ public final class SourceJob {
 
     /** Source, parse, watermarks and the split of {@code specJson}, added to {@code env}. */
     public static SourceJob build(StreamExecutionEnvironment env, String specJson) throws IOException {
-        JsonNode spec = new ObjectMapper().readTree(specJson);
-        List<String> columns = new ArrayList<>();
-        spec.get("columns").forEach(c -> columns.add(c.asText()));
-        JsonNode keep = spec.get("accepted");
-        Split split = new Split(spec.get("allowed_lateness_ms").asLong(), spec.get("late_reason").asText(),
-            columns, keep != null && keep.asBoolean());  // checks the column names before anything runs
+        SourceSpec spec = SourceSpec.parse(specJson);
+        List<String> columns = new ArrayList<>(spec.columns);
+        Split split = new Split(spec.allowedLatenessMs, spec.lateReason,
+            columns, spec.accepted);  // checks the column names before anything runs
 
         KafkaSourceBuilder<Row> builder = KafkaSource.<Row>builder()
-            .setBootstrapServers(spec.get("bootstrap").asText())
-            .setTopics(spec.get("topic").asText())
-            .setGroupId(spec.get("group_id").asText())
-            .setDeserializer(new Records(spec.get("contract").asText()));
+            .setBootstrapServers(spec.bootstrap)
+            .setTopics(spec.topic)
+            .setGroupId(spec.groupId)
+            .setDeserializer(new Records(spec.contract));
         Properties properties = new Properties();
-        for (Iterator<Map.Entry<String, JsonNode>> it = spec.get("properties").fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> p = it.next();
-            properties.setProperty(p.getKey(), p.getValue().asText());
-        }
+        properties.putAll(spec.properties);
         builder.setProperties(properties);
-        String startup = spec.get("startup").asText();
+        String startup = spec.startup;
         switch (startup) {
             case "earliest-offset": builder.setStartingOffsets(OffsetsInitializer.earliest()); break;
             case "latest-offset": builder.setStartingOffsets(OffsetsInitializer.latest()); break;
@@ -132,15 +124,15 @@ public final class SourceJob {
                 throw new IllegalArgumentException("source spec: startup '" + startup
                     + "', expected earliest-offset, latest-offset or group-offsets");
         }
-        if (spec.get("bounded").asBoolean()) {
+        if (spec.bounded) {
             builder.setBounded(OffsetsInitializer.latest());
         }
 
-        long lag = spec.get("out_of_orderness_ms").asLong();
-        boolean onEvent = "on-event".equals(spec.get("watermark_emit").asText());
+        long lag = spec.outOfOrdernessMs;
+        boolean onEvent = "on-event".equals(spec.watermarkEmit);
         WatermarkStrategy<Row> watermarks = WatermarkStrategy.<Row>forGenerator(ctx -> new Lagging(lag, onEvent))
             .withTimestampAssigner((row, previous) -> (Long) row.getField(TS));
-        long idle = spec.get("idle_timeout_ms").asLong();
+        long idle = spec.idleTimeoutMs;
         if (idle > 0) {
             watermarks = watermarks.withIdleness(Duration.ofMillis(idle));
         }

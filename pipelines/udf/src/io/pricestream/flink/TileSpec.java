@@ -5,9 +5,6 @@ import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.List;
 
-import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
-import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.json.JsonMapper;
-
 /**
  * The tiled views as the job runs them, read from the JSON that {@code pipelines.job_specs.tile_spec}
  * generates from {@code events.catalog.VIEW_SPECS}: the input columns (by position), the groups of
@@ -97,40 +94,26 @@ public final class TileSpec implements Serializable {
     final int competitorIdx;
     final int rateIdx;
 
-    private TileSpec(JsonNode root) {
-        for (JsonNode c : root.get("columns")) {
-            columns.add(c.asText());
-        }
-        flushMs = root.get("flush_ms").asLong();
-        backlogFlushMs = root.get("backlog_flush_ms").asLong();
-        backlogLagMs = root.get("backlog_lag_ms").asLong();
-        horizonMs = root.get("horizon_ms").asLong();
+    private TileSpec(SpecNode root) {
+        columns.addAll(root.texts("columns"));
+        flushMs = root.integer("flush_ms");
+        backlogFlushMs = root.integer("backlog_flush_ms");
+        backlogLagMs = root.integer("backlog_lag_ms");
+        horizonMs = root.integer("horizon_ms");
         timeIdx = column("event_time_ms");
         offsetIdx = column("src_offset");
         publishIdx = column("publish_ms");
         competitorIdx = column("competitor_id");
         rateIdx = column("rate");
-        for (JsonNode g : root.get("groups")) {
-            JsonNode keys = g.get("keys");
+        for (SpecNode g : root.items("groups")) {
+            List<String> keys = g.texts("keys");
             int[] keyIdx = new int[keys.size()];
             for (int k = 0; k < keyIdx.length; k++) {
-                keyIdx[k] = column(keys.get(k).asText());
+                keyIdx[k] = column(keys.get(k));
             }
-            Group group = new Group(g.get("name").asText(), keyIdx);
-            for (JsonNode v : g.get("views")) {
-                View view = new View(v.get("name").asText(), v.get("tile_ms").asLong(), v.get("window_ms").asLong(),
-                                     v.get("rates").asBoolean());
-                List<String> names = new ArrayList<>();
-                for (JsonNode p : v.get("partials")) {
-                    String partial = p.asText();
-                    names.add(partial);
-                    view.partials.add(partial(partial));
-                }
-                for (JsonNode f : v.get("features")) {
-                    String column = f.get("column").asText();
-                    view.features.add(new Feature(f.get("name").asText(), f.get("agg").asText(),
-                        names.indexOf("sum:" + column), names.indexOf("n:" + column), names.indexOf("sq:" + column)));
-                }
+            Group group = new Group(g.text("name"), keyIdx);
+            for (SpecNode v : g.items("views")) {
+                View view = view(v);
                 group.views.add(view);
                 group.featureCount += view.features.size();
             }
@@ -138,9 +121,24 @@ public final class TileSpec implements Serializable {
         }
     }
 
+    /** One view of a group: its tile, window, partials (by input column) and features (by partial). */
+    private View view(SpecNode v) {
+        View view = new View(v.text("name"), v.integer("tile_ms"), v.integer("window_ms"), v.flag("rates"));
+        List<String> names = v.texts("partials");
+        for (String partial : names) {
+            view.partials.add(partial(partial));
+        }
+        for (SpecNode f : v.items("features")) {
+            String column = f.nullableText("column");  // null: a feature of no column ("sum:null" is no partial)
+            view.features.add(new Feature(f.text("name"), f.text("agg"),
+                names.indexOf("sum:" + column), names.indexOf("n:" + column), names.indexOf("sq:" + column)));
+        }
+        return view;
+    }
+
     /** Parse the spec; every name it uses must be one of its columns. */
     public static TileSpec parse(String json) throws IOException {
-        return new TileSpec(JsonMapper.builder().build().readTree(json));
+        return new TileSpec(SpecNode.parse("tile spec", json));
     }
 
     private Partial partial(String name) {
