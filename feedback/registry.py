@@ -81,6 +81,16 @@ def _hash_onnx(bundle: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(bundle.glob("*.onnx"))}
 
 
+def _check_bundle(bundle: Path, tier: str) -> None:
+    """Refuse an unknown tier and a bundle directory that does not exist."""
+    if tier not in _TIERS:
+        msg = f"field 'tier': got {tier!r}, expected one of {list(_TIERS)}"
+        raise RegistryError(msg)
+    if not bundle.is_dir():
+        msg = f"field 'bundle_dir': got {str(bundle)!r}, expected an existing bundle directory"
+        raise RegistryError(msg)
+
+
 def _read_meta(bundle: Path) -> dict[str, Any]:
     path = bundle / "meta.json"
     if not path.exists():
@@ -155,12 +165,7 @@ class ModelRegistry:
                 or a version id already taken by different model bytes.
         """
         bundle = Path(bundle_dir)
-        if tier not in _TIERS:
-            msg = f"field 'tier': got {tier!r}, expected one of {list(_TIERS)}"
-            raise RegistryError(msg)
-        if not bundle.is_dir():
-            msg = f"field 'bundle_dir': got {str(bundle)!r}, expected an existing bundle directory"
-            raise RegistryError(msg)
+        _check_bundle(bundle, tier)
         meta, hashes = _read_meta(bundle), _hash_onnx(bundle)
         _check_meta(bundle, meta, hashes, tier)
         with self._locked() as manifest:
