@@ -19,7 +19,7 @@ once through one typed reader per spec (``SinkSpec.java``, ``SourceSpec.java``, 
 from __future__ import annotations
 
 import base64
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from events.catalog import STAY_KEYS, VIEW_SPECS, VIEWS, ViewSpec
 from pipelines.config import FeatureJobConfig
@@ -178,36 +178,51 @@ def redis_sink_spec(config: FeatureJobConfig) -> str:
     the project, so one implementation of the layout exists.
     """
     from features.freshness import SINK_LAG_EDGES_MS
-    from features.layout import entity_key_prefix, feature_field, string_tag, ts_field, version_field
     from features.online_writer import CAS_SCRIPT
 
     online = config.online
     if online is None:
         msg = "online: got None, expected an OnlineSink to build the Redis sink's spec"
         raise ValueError(msg)
-    from features.connection import cluster_seeds, is_cluster
-
-    seeds = cluster_seeds(online.redis_url) if is_cluster(online.redis_url) else []  # a Redis Cluster's nodes
-    parts = urlsplit(f"redis://{seeds[0][0]}:{seeds[0][1]}/0" if seeds else online.redis_url)
-    if parts.scheme not in ("redis", ""):
-        msg = (f"online.redis_url: got {online.redis_url!r}, expected redis://host:port/db or "
-               "redis+cluster://host:port,... (TLS is not supported here)")
-        raise ValueError(msg)
-
-    def b64(raw: bytes) -> str:
-        return base64.b64encode(raw).decode()
-
+    parts, seeds = _redis_address(online.redis_url)
     return RedisSinkSpec(
         host=parts.hostname or "127.0.0.1", port=parts.port or 6379, db=int(parts.path.strip("/") or 0),
-        cluster=[(host, port) for host, port in seeds],
+        cluster=seeds,
         user=online.username, password=online.password, timeout_ms=online.timeout_ms,
         retry_ms=online.retry_ms, project=online.project, script=CAS_SCRIPT,
         batch_rows=online.batch_rows, rows_per_call=online.rows_per_call, flush_ms=online.flush_ms,
         lag_edges_ms=list(SINK_LAG_EDGES_MS),
         groups=_group_views(),
-        views={name: ViewLayout(
-            prefix=b64(entity_key_prefix(keys)), key_count=len(keys), string_tag=b64(string_tag()),
-            version_field=b64(version_field(name)), ts_field=b64(ts_field(name)),
-            fields=[(f, b64(feature_field(name, f))) for f in names],
-        ) for name, (keys, names) in VIEWS.items()},
+        views=_view_layouts(),
     ).to_json()
+
+
+def _redis_address(redis_url: str) -> tuple[SplitResult, list[tuple[str, int]]]:
+    """The server the sink connects to (a cluster's first seed) and a Redis Cluster's seed nodes (none: one server).
+
+    Raises:
+        ValueError: the URL is neither ``redis://`` nor ``redis+cluster://``.
+    """
+    from features.connection import cluster_seeds, is_cluster
+
+    seeds = [(host, port) for host, port in cluster_seeds(redis_url)] if is_cluster(redis_url) else []
+    parts = urlsplit(f"redis://{seeds[0][0]}:{seeds[0][1]}/0" if seeds else redis_url)
+    if parts.scheme not in ("redis", ""):
+        msg = (f"online.redis_url: got {redis_url!r}, expected redis://host:port/db or "
+               "redis+cluster://host:port,... (TLS is not supported here)")
+        raise ValueError(msg)
+    return parts, seeds
+
+
+def _view_layouts() -> dict[str, ViewLayout]:
+    """Each view's bytes in Feast's layout (:mod:`features.layout`), base64."""
+    from features.layout import entity_key_prefix, feature_field, string_tag, ts_field, version_field
+
+    def b64(raw: bytes) -> str:
+        return base64.b64encode(raw).decode()
+
+    return {name: ViewLayout(
+        prefix=b64(entity_key_prefix(keys)), key_count=len(keys), string_tag=b64(string_tag()),
+        version_field=b64(version_field(name)), ts_field=b64(ts_field(name)),
+        fields=[(f, b64(feature_field(name, f))) for f in names],
+    ) for name, (keys, names) in VIEWS.items()}
