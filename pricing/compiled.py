@@ -40,7 +40,7 @@ import threading
 from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, Protocol, cast
 
 import lightgbm as lgb
 import numpy as np
@@ -62,6 +62,22 @@ _ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_
 """lleaves' ``forest_root(double *rows, double *out, int start, int end)``; CFUNCTYPE drops the GIL."""
 
 log = logging.getLogger(__name__)
+
+_Buffers = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], int, int]
+"""A thread's rows and output arrays for one row count, and their addresses."""
+
+
+class _ExecutionEngine(Protocol):
+    def get_function_address(self, name: str) -> int: ...
+
+
+class CompiledBooster(Protocol):
+    """What this module uses of a compiled ``lleaves.Model`` (lleaves ships no type hints): its input width and
+    the LLVM execution engine holding the compiled ``forest_root``."""
+
+    _execution_engine: _ExecutionEngine
+
+    def num_feature(self) -> int: ...
 
 
 def build_target() -> dict[str, str]:
@@ -99,7 +115,7 @@ def _check_binary(path: Path) -> None:
     raise BundleError(msg)
 
 
-def _compile(booster_file: Path, cache: Path | None) -> Any:
+def _compile(booster_file: Path, cache: Path | None) -> CompiledBooster:
     """One lleaves model; ``cache`` is read if it exists and written if not (``None``: in memory)."""
     import lleaves
 
@@ -111,7 +127,7 @@ def _compile(booster_file: Path, cache: Path | None) -> Any:
     except (OSError, RuntimeError, ValueError) as exc:
         msg = f"booster {booster_file}: lleaves could not compile it ({exc})"
         raise BundleError(msg) from exc
-    return model
+    return cast("CompiledBooster", model)
 
 
 def export_compiled(bundle: str | Path, booster_files: Sequence[str]) -> Path:
@@ -167,7 +183,7 @@ class CompiledDemandModel:
         models: compiled lleaves models, one per member, in member order.
     """
 
-    def __init__(self, models: Sequence[Any]) -> None:
+    def __init__(self, models: Sequence[CompiledBooster]) -> None:
         if not models:
             msg = "models: got 0 compiled members, expected at least 1"
             raise BundleError(msg)
@@ -206,8 +222,8 @@ class CompiledDemandModel:
             files.append(path)
         return cls([_compile(path, None) for path in files])
 
-    def _buffers(self, n: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], int, int]:
-        cache: dict[int, Any] | None = getattr(self._local, "buffers", None)
+    def _buffers(self, n: int) -> _Buffers:
+        cache: dict[int, _Buffers] | None = getattr(self._local, "buffers", None)
         if cache is None:
             cache = self._local.buffers = {}
         found = cache.get(n)
