@@ -183,30 +183,31 @@ class PoisonGuard:
         if shift > cfg.max_feature_shift:
             reason = (f"quarantined: feature {shift_column!r} mean moved {shift:.1f} reference sds, "
                       f"expected at most {cfg.max_feature_shift}")
-            self._n_quarantined += 1
-            return Verdict(False, reason, stats, self._quarantine(batch, reason, stats, batch_id))
+            return self._reject(batch, reason, stats, batch_id)
         if loss_z > cfg.k_loss and rate_z > cfg.k_rate:
             reason = (
                 f"quarantined: batch log-loss z={loss_z:.1f} > {cfg.k_loss} and label rate z={rate_z:.1f} > "
                 f"{cfg.k_rate} in segment {stats['worst_segment']!r}"
             )
-            self._n_quarantined += 1
-            path = self._quarantine(batch, reason, stats, batch_id)
-            return Verdict(False, reason, stats, path)
+            return self._reject(batch, reason, stats, batch_id)
         price_z, price_gap = self._price_gap(batch, y, p, w)
         stats.update(price_z=price_z, price_gap=price_gap)
         if price_z > cfg.k_price and price_gap > cfg.min_price_gap:
             reason = (f"quarantined: labels reward higher prices: above the median price the labels book "
                       f"{price_gap:+.2f} log-odds more than the model expects, against below it "
                       f"(z={price_z:.1f} > {cfg.k_price})")
-            self._n_quarantined += 1
-            return Verdict(False, reason, stats, self._quarantine(batch, reason, stats, batch_id))
+            return self._reject(batch, reason, stats, batch_id)
         self._learn(batch, y, w, stats["logloss"])
         self._learn_features(batch, w)
         reason = "accepted"
         if loss_z > cfg.k_loss or rate_z > cfg.k_rate:
             reason = f"accepted: only one signal is unusual (loss z={loss_z:.1f}, rate z={rate_z:.1f})"
         return Verdict(True, reason, stats)
+
+    def _reject(self, batch: pd.DataFrame, reason: str, stats: dict[str, Any], batch_id: str | None) -> Verdict:
+        """Quarantine the batch (it is not learnt into history) and count it."""
+        self._n_quarantined += 1
+        return Verdict(False, reason, stats, self._quarantine(batch, reason, stats, batch_id))
 
     # ------------------------------------------------------------------ signals
     def _arrays(self, batch: pd.DataFrame, probs: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
