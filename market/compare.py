@@ -159,14 +159,7 @@ def compare(
     """
     if seeds < 1:
         raise SimulatorError(field="seeds", value=seeds, expected="at least 1")
-    dp = DPOracle(market, first_night=start.date(),
-                  last_night=(start + timedelta(days=days + market.config.horizon_days + 1)).date())
-    builders: dict[str, Callable[[int], tuple[Policy, Callable[[object], None] | None]]] = {
-        "static": lambda _s: (static_policy(market), None),
-        **(policies or {}),
-        "myopic": lambda _s: (oracle_policy(market), None),
-        "dp": lambda _s: (dp.policy(), None),
-    }
+    builders = _builders(market, start, days, policies)
     out = Comparison({name: [] for name in builders})
     for seed in range(seeds):
         for name, build in builders.items():
@@ -177,3 +170,20 @@ def compare(
             if say is not None:
                 say(f"seed {seed} {name:11s} revenue {o.revenue:12,.0f} occupancy {o.occupancy:.3f} ADR {o.adr:7.2f}")
     return out
+
+
+def _builders(
+    market: Market,
+    start: datetime,
+    days: int,
+    policies: Mapping[str, Callable[[int], tuple[Policy, Callable[[object], None] | None]]] | None,
+) -> dict[str, Callable[[int], tuple[Policy, Callable[[object], None] | None]]]:
+    """Name -> ``seed -> (policy, on_event)``: static, the caller's ``policies``, the myopic and DP oracles."""
+    dp = DPOracle(market, first_night=start.date(),
+                  last_night=(start + timedelta(days=days + market.config.horizon_days + 1)).date())
+    return {
+        "static": lambda _s: (static_policy(market), None),
+        **(policies or {}),
+        "myopic": lambda _s: (oracle_policy(market), None),
+        "dp": lambda _s: (dp.policy(), None),
+    }
