@@ -119,32 +119,51 @@ def fit_members(
     Raises:
         TrainingError: if the labels are not 0/1 of both classes, or ``init_models`` has the wrong size.
     """
+    _check_labels(y, config, init_models)
+    base_w = np.ones(len(y)) if weight is None else np.asarray(weight, dtype=np.float64)
+    members = []
+    for i in range(config.n_members):
+        init = init_models[i] if init_models is not None else None
+        members.append(_fit_member(x, y, base_w, config=config, member_seed=seed * 1000 + i, init=init,
+                                   decreasing=decreasing))
+        if on_progress is not None:
+            on_progress(i + 1, config.n_members)
+    return members
+
+
+def _check_labels(
+    y: npt.NDArray[np.floating[Any]], config: DemandModelConfig, init_models: Sequence[lgb.Booster] | None
+) -> None:
+    """Raise :class:`TrainingError` unless the labels hold both 0 and 1 and ``init_models`` has one per member."""
     labels = np.unique(y)
     if set(labels.tolist()) != {0.0, 1.0}:
         raise TrainingError(field="booked", value=labels.tolist()[:5], expected="both classes 0 and 1")
     if init_models is not None and len(init_models) != config.n_members:
         raise TrainingError(field="init_model", value=len(init_models), expected=f"{config.n_members} member boosters")
-    base_w = np.ones(len(y)) if weight is None else np.asarray(weight, dtype=np.float64)
-    members = []
-    for i in range(config.n_members):
-        member_seed = seed * 1000 + i
-        w = base_w
-        if config.bootstrap:
-            w = base_w * np.random.default_rng(member_seed).poisson(1.0, size=len(y))
-        data = lgb.Dataset(x, label=y, weight=w, free_raw_data=True, params={"verbose": -1})
-        init = init_models[i] if init_models is not None else None
-        members.append(
-            lgb.train(
-                _params(config, x.shape[1], member_seed, decreasing),
-                data,
-                num_boost_round=config.num_trees,
-                init_model=init,
-                keep_training_booster=False,
-            )
-        )
-        if on_progress is not None:
-            on_progress(i + 1, config.n_members)
-    return members
+
+
+def _fit_member(
+    x: FloatArray,
+    y: npt.NDArray[np.floating[Any]],
+    base_w: npt.NDArray[np.float64],
+    *,
+    config: DemandModelConfig,
+    member_seed: int,
+    init: lgb.Booster | None,
+    decreasing: Sequence[int],
+) -> lgb.Booster:
+    """One member: on a Poisson(1) bootstrap of the rows (seeded ``member_seed``) when ``config.bootstrap``."""
+    w = base_w
+    if config.bootstrap:
+        w = base_w * np.random.default_rng(member_seed).poisson(1.0, size=len(y))
+    data = lgb.Dataset(x, label=y, weight=w, free_raw_data=True, params={"verbose": -1})
+    return lgb.train(
+        _params(config, x.shape[1], member_seed, decreasing),
+        data,
+        num_boost_round=config.num_trees,
+        init_model=init,
+        keep_training_booster=False,
+    )
 
 
 def predict_native(members: Sequence[lgb.Booster], x: FloatArray) -> FloatArray:

@@ -28,7 +28,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import google.protobuf.message
@@ -161,22 +161,30 @@ def split_targets(model: onnx.ModelProto) -> onnx.ModelProto:
     tree_target = np.zeros(int(values["target_treeids"].max()) + 1, dtype=np.int64)
     tree_target[values["target_treeids"]] = values["target_ids"]
     node_target = tree_target[values["nodes_treeids"]]
-    parts = []
-    for k in range(n_targets):
-        node = helper.make_node("TreeEnsembleRegressor", [INPUT_NAME], [f"log_odds_{k}"], domain="ai.onnx.ml")
-        for name, array in values.items():
-            mask = (node_target if name.startswith("nodes_") else values["target_ids"]) == k
-            picked = np.zeros(int(mask.sum()), dtype=np.int64) if name == "target_ids" else array[mask]
-            _fill(node.attribute.add(), attrs[name], picked)
-        node.attribute.extend(helper.make_attribute(key, value) for key, value in
-                              {"n_targets": 1, "aggregate_function": "SUM", "post_transform": "NONE"}.items())
-        parts.append(node)
+    parts = [_target_node(k, attrs, values, node_target) for k in range(n_targets)]
     concat = helper.make_node("Concat", [n.output[0] for n in parts], ["log_odds"], axis=1)
     graph = helper.make_graph([*parts, concat, nodes[1]], model.graph.name, list(model.graph.input),
                               list(model.graph.output))
     split = helper.make_model(graph, opset_imports=list(model.opset_import), producer_name=model.producer_name)
     split.ir_version = model.ir_version
     return split
+
+
+def _target_node(
+    k: int,
+    attrs: Mapping[str, onnx.AttributeProto],
+    values: Mapping[str, npt.NDArray[Any]],
+    node_target: npt.NDArray[np.int64],
+) -> onnx.NodeProto:
+    """The single-target ``TreeEnsembleRegressor`` of target ``k``: its trees' nodes, and their leaves as target 0."""
+    node = helper.make_node("TreeEnsembleRegressor", [INPUT_NAME], [f"log_odds_{k}"], domain="ai.onnx.ml")
+    for name, array in values.items():
+        mask = (node_target if name.startswith("nodes_") else values["target_ids"]) == k
+        picked = np.zeros(int(mask.sum()), dtype=np.int64) if name == "target_ids" else array[mask]
+        _fill(node.attribute.add(), attrs[name], picked)
+    node.attribute.extend(helper.make_attribute(key, value) for key, value in
+                          {"n_targets": 1, "aggregate_function": "SUM", "post_transform": "NONE"}.items())
+    return node
 
 
 def _values(attr: onnx.AttributeProto) -> npt.NDArray[Any]:
