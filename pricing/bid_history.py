@@ -83,26 +83,12 @@ def measure(
     tally = _Tally()
     for event in events:
         tally.add(event)
-    leads, rooms, nights = tally.leads, tally.rooms, tally.nights
-    if len(leads) < MIN_SEARCHES:
-        msg = f"events: {len(leads)} searches, expected at least {MIN_SEARCHES} to measure the booking curve from"
+    if len(tally.leads) < MIN_SEARCHES:
+        msg = (f"events: {len(tally.leads)} searches, expected at least {MIN_SEARCHES} to measure the booking "
+               "curve from")
         raise ValueError(msg)
-    horizon = horizon_days or min(max(math.ceil(max(leads)), 1), _MAX_HORIZON)
-    total = sum(tally.rooms_of.values())
-    defaults = BidPriceConfig()
-    booked = sum(rooms)
-    config = BidPriceConfig(
-        curve=BookingCurve.from_leads([min(lead, float(horizon)) for lead in leads], horizon).cumulative,
-        horizon_days=horizon,
-        rooms_per_booking=max(booked / len(rooms), 1.0) if rooms else defaults.rooms_per_booking,
-        cancel_share=min(tally.cancelled / booked, 0.9) if booked else defaults.cancel_share,
-        method=method,
-        nights_per_booking=max(sum(nights) / len(nights), 1.0) if nights else defaults.nights_per_booking,
-        nights_mix=nights_mix(nights) if nights else None,
-        stays_hold_nights=stays_hold_nights,
-        room_shares=tuple((name, count / total) for name, count in sorted(tally.rooms_of.items())),
-    )
-    return BidHistory(config, len(leads), len(rooms), tally.cancellations, tally.first, tally.last)
+    config = tally.config(method=method, stays_hold_nights=stays_hold_nights, horizon_days=horizon_days)
+    return BidHistory(config, len(tally.leads), len(tally.rooms), tally.cancellations, tally.first, tally.last)
 
 
 @dataclass
@@ -134,3 +120,24 @@ class _Tally:
         at = event.event_time
         self.first = at if self.first is None or at < self.first else self.first
         self.last = at if self.last is None or at > self.last else self.last
+
+    def config(
+        self, *, method: Literal["fluid", "stochastic", "dp"], stays_hold_nights: bool, horizon_days: int | None
+    ) -> BidPriceConfig:
+        """The :class:`BidPriceConfig` measured from the events counted (at least one search)."""
+        leads, rooms, nights = self.leads, self.rooms, self.nights
+        horizon = horizon_days or min(max(math.ceil(max(leads)), 1), _MAX_HORIZON)
+        total = sum(self.rooms_of.values())
+        defaults = BidPriceConfig()
+        booked = sum(rooms)
+        return BidPriceConfig(
+            curve=BookingCurve.from_leads([min(lead, float(horizon)) for lead in leads], horizon).cumulative,
+            horizon_days=horizon,
+            rooms_per_booking=max(booked / len(rooms), 1.0) if rooms else defaults.rooms_per_booking,
+            cancel_share=min(self.cancelled / booked, 0.9) if booked else defaults.cancel_share,
+            method=method,
+            nights_per_booking=max(sum(nights) / len(nights), 1.0) if nights else defaults.nights_per_booking,
+            nights_mix=nights_mix(nights) if nights else None,
+            stays_hold_nights=stays_hold_nights,
+            room_shares=tuple((name, count / total) for name, count in sorted(self.rooms_of.items())),
+        )

@@ -233,6 +233,10 @@ class _BundlePricer:
             cost=plan.cost,
         )
         price, propensity = self._shown_price(best, request, floor, ceiling, rule_price)
+        return self._quote_of(best, plan, price, propensity)
+
+    def _quote_of(self, best: Optimum, plan: _Plan, price: float, propensity: float) -> Quote:
+        """The quote of the optimum ``best`` shown at ``price``; no bid or forecast on fallback."""
         return Quote(
             price,
             best.expected_revenue,
