@@ -79,7 +79,7 @@ def anchor_record(n: int, *, seq: int, digest: str, prev_mac: str, key: bytes, a
     return body | {"mac": mac_hex(key, _canonical(body))}
 
 
-def check_anchor(record: object, n: int, prev_mac: str, key: bytes) -> str:
+def check_anchor(record: object, n: object, prev_mac: object, key: bytes) -> str:
     """Why anchor ``record`` at line ``n`` is bad ("" when it holds)."""
     if not isinstance(record, dict) or not {"n", "seq", "hash", "prev", "at", "mac"} <= set(record):
         return "anchor line is not an anchor record (expected n, seq, hash, prev, at, mac)"
@@ -145,7 +145,7 @@ def check_anchors(lines: Iterable[bytes], key: bytes, *, where: str, chained: bo
         except (UnicodeDecodeError, ValueError):
             record = None
         if not chained and isinstance(record, dict):
-            reason = check_anchor(record, record.get("n"), record.get("prev"), key)  # type: ignore[arg-type]
+            reason = check_anchor(record, record.get("n"), record.get("prev"), key)
         else:
             reason = check_anchor(record, n, prev, key)
         if reason:

@@ -167,8 +167,8 @@ class OnlineWriter:
         batch = newest_per_key(rows, self.config.project)
         chunks = script_chunks(batch, cluster=self._cluster)
         try:
-            if self._cluster:
-                replies = self._execute_cluster(chunks)
+            if isinstance(self._client, RedisCluster):
+                replies = self._execute_cluster(self._client, chunks)
             else:
                 with self._client.pipeline(transaction=False) as pipe:
                     for chunk in chunks:
@@ -188,7 +188,7 @@ class OnlineWriter:
         self.freshness.count_rows(written=written, skipped_stale=len(batch) - written + superseded)
         return WriteResult(written, len(batch) - written, superseded)
 
-    def _execute_cluster(self, chunks: list[list[tuple[bytes, FeatureRow]]]) -> list[list[int]]:
+    def _execute_cluster(self, cluster: RedisCluster, chunks: list[list[tuple[bytes, FeatureRow]]]) -> list[list[int]]:
         """One cluster pipeline of ``EVALSHA`` calls (one slot each); scripts a node lacks are loaded and rerun.
 
         A promoted replica or a restarted node has an empty script cache (Redis 7 does not replicate
@@ -196,7 +196,6 @@ class OnlineWriter:
         those calls. With ``wait_replicas``, each master written is asked to ``WAIT`` for that many
         replicas: the batch is acknowledged only once they have it.
         """
-        cluster: RedisCluster = self._client  # type: ignore[assignment]
         sha = _CAS_SHA
         replies: list[Any] = [None] * len(chunks)
         pending = list(range(len(chunks)))

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel
 
 from events.catalog import ALL_FEATURES, DAY_MS, DERIVED_FEATURES, STAY_KEYS, VIEW_SPECS, derive
 from events.contract import HotelProfile, flags
@@ -112,16 +113,16 @@ def events_frame(records: Iterable[Record], hotels: Mapping[str, HotelProfile] |
     return frame
 
 
-def _typed_part(kind: type, batch: list[Record], hotels: Mapping[str, HotelProfile] | None) -> pd.DataFrame:
+def _typed_part(kind: type[BaseModel], batch: list[Record], hotels: Mapping[str, HotelProfile] | None) -> pd.DataFrame:
     """The raw-event rows of records of one type (one set of fields), with the job's columns."""
-    fields = [f for f in _FIELDS if f in kind.model_fields]  # type: ignore[attr-defined]
+    fields = [f for f in _FIELDS if f in kind.model_fields]
     part = pd.DataFrame(list(map(attrgetter(*fields), batch)), columns=fields)
     part["event_time"] = pd.to_datetime(part["event_time"], utc=True).dt.round("ms").astype("datetime64[ms, UTC]") \
         .astype("int64")
     for name in ("event_id", "stay_date", "booking_id", "decision_id"):
         if name in part:
             part[name] = [None if v is None else str(v) for v in part[name]]
-    event_type = str(kind.model_fields["event_type"].default)  # type: ignore[attr-defined]
+    event_type = str(kind.model_fields["event_type"].default)
     rooms = part["rooms"].fillna(1).astype(float) if "rooms" in part else pd.Series(1.0, index=part.index)
     part["is_search"], part["is_view"] = float(event_type == "search"), float(event_type == "view")
     part["n_booked"] = rooms if event_type == "booking" else 0.0

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -109,9 +109,9 @@ class ForecastPolicy:
 
     name = "forecast"
 
-    def __init__(self, tier: TierPolicy, *, kind: str = "holt") -> None:
+    def __init__(self, tier: TierPolicy, *, kind: Literal["snarimax", "holt"] = "holt") -> None:
         self.tier = tier
-        self.forecaster = LoadForecaster(kind, horizon=5)  # type: ignore[arg-type]
+        self.forecaster = LoadForecaster(kind, horizon=5)
         self._changed_at: int | None = None
         self.decisions: list[Decision] = []
 

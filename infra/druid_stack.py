@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import signal
@@ -211,7 +212,7 @@ def start(settings: DruidSettings) -> None:
     deadline = time.monotonic() + settings.ready_timeout_s
     for service in settings.services:
         url = settings.url(service)
-        _wait(settings, service, lambda u=url: _healthy(u), max(deadline - time.monotonic(), 1.0))  # type: ignore[misc]
+        _wait(settings, service, functools.partial(_healthy, url), max(deadline - time.monotonic(), 1.0))
     _wait(settings, "broker", lambda: _sql_ready(settings.sql_url), max(deadline - time.monotonic(), 1.0))
 
 
