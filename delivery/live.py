@@ -43,7 +43,7 @@ from delivery.gates import Evidence
 _SERVED = ("incumbent", "candidate")
 
 
-def _time(value: Any) -> datetime | None:
+def _time(value: object) -> datetime | None:
     if isinstance(value, int | float):
         return datetime.fromtimestamp(value / 1000.0, tz=UTC)
     if isinstance(value, str):
