@@ -81,14 +81,18 @@ def _hash_onnx(bundle: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(bundle.glob("*.onnx"))}
 
 
-def _check_bundle(bundle: Path, tier: str) -> None:
-    """Refuse an unknown tier and a bundle directory that does not exist."""
+def _checked_bundle(bundle: Path, tier: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The bundle's ``meta.json`` and ONNX hashes, after refusing an unknown tier, a missing directory
+    and a ``meta.json`` whose hashes or tier differ (see :func:`_check_meta`)."""
     if tier not in _TIERS:
         msg = f"field 'tier': got {tier!r}, expected one of {list(_TIERS)}"
         raise RegistryError(msg)
     if not bundle.is_dir():
         msg = f"field 'bundle_dir': got {str(bundle)!r}, expected an existing bundle directory"
         raise RegistryError(msg)
+    meta, hashes = _read_meta(bundle), _hash_onnx(bundle)
+    _check_meta(bundle, meta, hashes, tier)
+    return meta, hashes
 
 
 def _read_meta(bundle: Path) -> dict[str, Any]:
@@ -165,9 +169,7 @@ class ModelRegistry:
                 or a version id already taken by different model bytes.
         """
         bundle = Path(bundle_dir)
-        _check_bundle(bundle, tier)
-        meta, hashes = _read_meta(bundle), _hash_onnx(bundle)
-        _check_meta(bundle, meta, hashes, tier)
+        meta, hashes = _checked_bundle(bundle, tier)
         with self._locked() as manifest:
             n_tier = sum(row["tier"] == tier for row in manifest["versions"].values())
             version = str(meta.get("version") or f"{tier}-r{n_tier + 1}")
