@@ -21,9 +21,8 @@ seed, the same simulated shoppers (common random numbers) are priced by
   cancellations giving rooms back when they land (``fluid_bound(..., held=True)``): tighter, still a bound;
 * ``dp_channel``: the same values, prices set knowing only the channel, as a pricing
   request does (segments mixed by arrival share): how much of the bound is information;
-* ``stay_flipped`` (``--compare-stay-bids``): pricestream with ``--stay-bids`` flipped (``--stay-bids``: a stay
-  is priced against the bids of every night it holds, each from that night's own features; off by default);
-* ``fluid_bid`` (``--compare-fluid``): pricestream with ``BidPriceConfig(method="fluid")``, the service's default;
+* ``no_bid_price`` (``--no-bid-price``): pricestream without the bid price (what capacity awareness earns);
+* ``learning`` (``--learn-days``): pricestream updating its models from its own outcomes as it runs;
 * ``explore``: pricestream with the shown price drawn from 5 prices within ``--explore``
   of its choice (``pricing.exploration``, propensity logged): the revenue cost of exploring.
 
@@ -40,8 +39,7 @@ with a 95% t-interval over seeds. Writes ``reports/revenue.png``.
     .venv/bin/python bench/revenue.py [--days 60] [--seeds 5] [--hotels 2] [--presets resort city]
 
 While iterating: ``--seed-list 1 3`` (those seeds only), ``--no-bounds`` (skip the two LP bounds),
-``--response none|lead|season|both|both_flat_season`` (which terms of the pooled price response are fitted;
-the service fits ``both``).
+``--policies pricestream`` (that policy and the DP reference only).
 """
 
 from __future__ import annotations
@@ -52,7 +50,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -70,7 +68,7 @@ from market.fluid import fluid_bound
 from market.presets import preset
 from market.shoppers import Offer, Policy
 from pricestream.demo import market_rule_spec
-from pricing.bid_price import BidPriceConfig, BookingCurve, night_index, nights_mix
+from pricing.bid_price import BidPriceConfig, BookingCurve, nights_mix
 from pricing.exploration import ExplorationConfig
 from pricing.models import DemandModelConfig
 from pricing.price_response import PriceResponse, fit_price_response
@@ -122,10 +120,7 @@ def history(
     start: datetime,
     seed: int,
     method: str = "fluid",
-    beyond: bool = False,
-    covering: bool = False,
     pace_prior: bool = True,
-    night_index_on: bool = False,
 ) -> BidPriceConfig:
     """What a hotel knows from last year: its booking curve and cancellation rate; rooms per booking from a warm-up.
 
@@ -133,8 +128,7 @@ def history(
     samples them the way shoppers arrive), not of the searches seen in a few weeks: those mix the lead
     curve with the season (in April the nights 100 days out are August's, four times busier). With
     ``pace_prior`` the same year gives each room type's share of the searches, so the bid's forecast
-    shrinks a key's own pickup toward the hotel's pace (``BidPriceConfig.room_shares``), scaled to the night's
-    month and day of the week (``month_index``, ``weekday_index``) with ``night_index_on``.
+    shrinks a key's own pickup toward the hotel's pace (``BidPriceConfig.room_shares``).
     """
     rng = np.random.default_rng(seed)
     _, room, _, ordinal, ts = _sample(market, 20_000, rng)
@@ -158,20 +152,11 @@ def history(
         rooms_per_booking=per_booking,
         cancel_share=min(cancel_share, 0.9),
         method=method,
-        beyond_trained=beyond,
         nights_per_booking=max(float(np.mean(nights)) if nights else 1.0, 1.0),
         nights_mix=nights_mix(nights) if nights else None,
         stays_hold_nights=market.config.stays_hold_nights,
-        covering_stays=covering,
         room_shares=room_shares(market, room) if pace_prior else None,
-        **_night_index(ordinal) if pace_prior and night_index_on else {},
     )
-
-
-def _night_index(ordinal: np.ndarray) -> dict[str, tuple[float, ...]]:
-    """``BidPriceConfig.month_index`` / ``weekday_index`` from the stay nights (date ordinals) of a year of searches."""
-    month, weekday = night_index([date.fromordinal(int(o)) for o in ordinal])
-    return {"month_index": month, "weekday_index": weekday}
 
 
 def room_shares(market: Market, room: np.ndarray) -> tuple[tuple[str, float], ...]:
@@ -339,7 +324,6 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
             rows=len(frame),
             seed=args.market_seed,
             work=Path(tmp),
-            response=args.response,
             frame=frame,
         )
         capacity = history(
@@ -347,26 +331,18 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
             start,
             seed=10_000,
             method=args.bid_method,
-            beyond=args.beyond_trained,
-            covering=args.covering_stays,
             pace_prior=args.pace_prior,
-            night_index_on=args.night_index,
-        ).model_copy(update={"channel_response": args.channel_response})
+        )
         say(
             f"{name}: models trained; warm-up history: {capacity.rooms_per_booking:.2f} rooms and "
             f"{capacity.nights_per_booking:.2f} nights per booking, cancel share {capacity.cancel_share:.2f}"
         )
         names = POLICIES + (("explore",) if args.explore else ()) + (("no_bid_price",) if args.no_bid_price else ())
-        names += ("covering",) if args.compare_covering else ()
-        names += ("stay_flipped",) if args.compare_stay_bids else ()
-        names += ("fluid_bid",) if args.compare_fluid else ()
         names += ("learning",) if args.learn_days else ()
-        fluid = capacity.model_copy(update={"method": "fluid"})
-        covering = capacity.model_copy(update={"covering_stays": not capacity.covering_stays})
         names = tuple(
             n
             for n in names
-            if not args.policies or n in args.policies or n in ("dp", "covering", "stay_flipped", "fluid_bid")
+            if not args.policies or n in args.policies or n == "dp"
         )
         bounds = ("lp_bound", "lp_held") if args.bounds else ()
         results: dict[str, list[Outcome]] = {p: [] for p in (*bounds, *names)}
@@ -398,8 +374,6 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                 else:
                     models = None if policy_name == "rules" else bundles
                     bid = None if policy_name == "no_bid_price" else capacity
-                    bid = covering if policy_name == "covering" else bid
-                    bid = fluid if policy_name == "fluid_bid" else bid
                     band = ExplorationConfig(band=args.explore, arms=5) if policy_name == "explore" else None
                     s = scorer(
                         market,
@@ -408,7 +382,7 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                         capacity=bid,
                         exploration=band,
                         rules_below=args.rules_below,
-                        stay_bids=args.stay_bids != (policy_name == "stay_flipped"),
+                        stay_bids=False,  # a stay against every night's bid: not better on 5 seeds, 3-5x the p99
                         last_rooms=RULES_ONLY_LAST_ROOMS if policy_name == "rules" else args.last_rooms,
                         parity=args.parity,
                     )
@@ -429,16 +403,7 @@ def bench_preset(name: str, args: argparse.Namespace, say: Callable[[str], None]
                     f"{name} seed {seed} {policy_name:11s} revenue {out.revenue:12,.0f} occupancy "
                     f"{out.occupancy:.3f} ADR {out.adr:7.2f} ({time.perf_counter() - t1:.1f}s)"
                 )
-                if policy_name in (
-                    "rules",
-                    "pricestream",
-                    "explore",
-                    "no_bid_price",
-                    "covering",
-                    "stay_flipped",
-                    "fluid_bid",
-                    "learning",
-                ):
+                if policy_name in ("rules", "pricestream", "explore", "no_bid_price", "learning"):
                     say(f"{name} seed {seed} {policy_name:11s} {latency_line(latencies, (s.light, s.heavy))}")
     return results
 
@@ -462,14 +427,12 @@ def learning_loop(
     args: argparse.Namespace,
 ) -> Loop:
     """``s`` (pricestream's scorer) learning from its own outcomes every ``--learn-days`` (``bench/learning.py``)."""
-    stays = source if args.stay_bids else None
-
     def swap(light: Path, heavy: Path) -> None:
-        new_light, new_heavy = pricers((light, heavy), capacity=capacity, stays=stays)
+        new_light, new_heavy = pricers((light, heavy), capacity=capacity)
         s.swap_models(light=new_light, heavy=new_heavy)
 
     every = timedelta(days=args.learn_days)
-    trainer = LoopTrainer(bundles, frame, work, every=every, seed=seed, on_update=swap, weight=args.learn_weight)
+    trainer = LoopTrainer(bundles, frame, work, every=every, seed=seed, on_update=swap)
     join = LabelJoin(trainer.learn)
 
     def policy(offer: Offer) -> float:
@@ -562,9 +525,7 @@ def main(argv: list[str] | None = None) -> None:
         "--rows",
         type=int,
         default=20_000,
-        help="training rows per hotel (the pooled models train on rows x hotels; until 3 December 2026 per preset: "
-        "at 2 hotels, 20,000 rows left the resort's May quotes 6-10%% above the DP's and under rules on 4 seeds of 5, "
-        "40,000 put seeds 0-2 at 0.996 of the DP, above rules on each)",
+        help="training rows per hotel (the pooled models train on rows x hotels)",
     )
     parser.add_argument("--market-seed", type=int, default=0)
     parser.add_argument("--presets", nargs="+", default=["resort", "city"])
@@ -575,8 +536,7 @@ def main(argv: list[str] | None = None) -> None:
         "--bid-method",
         choices=("fluid", "stochastic", "dp"),
         default="dp",
-        help="BidPriceConfig.method (dp: 0.830 / 0.920 of DP against fluid's 0.813 / 0.914 before "
-        "stays held every night; docs/revenue-management.md)",
+        help="BidPriceConfig.method: how the bid price is solved (docs/revenue-management.md)",
     )
     parser.add_argument(
         "--rules-below",
@@ -584,7 +544,6 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="router: complexity below which the rules price (default: routing's)",
     )
-    parser.add_argument("--beyond-trained", action="store_true", help="BidPriceConfig.beyond_trained")
     parser.add_argument(
         "--last-rooms",
         choices=("ceiling", "premium", "no_discount"),
@@ -600,52 +559,10 @@ def main(argv: list[str] | None = None) -> None:
         "from a year of history); --no-pace-prior: the key's own pickup only",
     )
     parser.add_argument(
-        "--night-index",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="scale the pace prior to the night's month and weekday (BidPriceConfig.month_index / weekday_index "
-        "from a year of history); off by default: city seeds 5-7 +1.8%% but 0-4 -1.0%% (docs/revenue-management.md)",
-    )
-    parser.add_argument(
-        "--channel-response",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="price with the pooled response shifted per channel (BidPriceConfig.channel_response: intercept "
-        "offsets fitted from the labels, shrunk toward the pool; pricing.channel_response); off by default",
-    )
-    parser.add_argument(
         "--parity",
         choices=("not_below", "band", "off"),
         default=PARITY_MODE,
         help="the OTA/GDS parity rule of the rules-only and model policies (off: dropped, as the oracles price)",
-    )
-    parser.add_argument("--covering-stays", action="store_true", help="BidPriceConfig.covering_stays")
-    parser.add_argument(
-        "--compare-covering",
-        action="store_true",
-        help="also run pricestream with covering_stays flipped (policy 'covering')",
-    )
-    parser.add_argument(
-        "--stay-bids",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="price a stay against the bids of every night it holds (each night's own features); "
-        "off: not better on 5 seeds (resort -0.6%%, city +0.9%% mean) at 3-5x the p99 latency",
-    )
-    parser.add_argument(
-        "--compare-stay-bids",
-        action="store_true",
-        help="also run pricestream with --stay-bids flipped (policy 'stay_flipped')",
-    )
-    parser.add_argument(
-        "--compare-fluid", action="store_true", help="also run pricestream with the fluid bid (policy 'fluid_bid')"
-    )
-    parser.add_argument(
-        "--response",
-        choices=("both", "lead", "season", "none", "both_flat_season", "oracle"),
-        default="both",
-        help="terms of the pooled price response fitted (an experiment; the service fits both); oracle: a "
-        "diagnosis, fitted on the frame's true booking probabilities instead of its sampled labels",
     )
     parser.add_argument(
         "--bounds",
@@ -667,12 +584,6 @@ def main(argv: list[str] | None = None) -> None:
         help="also run pricestream learning from its own outcomes (policy 'learning'): every this many "
         "simulated days each tier gets the trainer service's guarded update on the labels since the last "
         "(bench/learning.py); 0: not run",
-    )
-    parser.add_argument(
-        "--learn-weight",
-        type=float,
-        default=1.0,
-        help="policy 'learning': each new label's training weight in an update (a snapshot row's is 1)",
     )
     args = parser.parse_args(argv)
 
