@@ -98,6 +98,8 @@ class DemoReport:
     updates: list[str] = field(default_factory=list)
     """The trainer's updates, oldest first (the registered versions with a parent)."""
     rejections: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    """Why each update attempt on buffered examples judged nothing (e.g. too few unseen labels to hold out)."""
     state_dir: Path | None = None
     unclean: dict[str, int] = field(default_factory=dict)
     """Processes that did not stop cleanly (name -> exit status); empty when all did."""
@@ -130,8 +132,10 @@ class DemoReport:
         return lines
 
     def _loop_lines(self) -> list[str]:
-        lines = [f"trainer: {len(self.updates)} updates registered {self.updates}, {len(self.rejections)} rejected"]
+        lines = [f"trainer: {len(self.updates)} updates registered {self.updates}, {len(self.rejections)} rejected, "
+                 f"{len(self.skipped)} skipped"]
         lines += [f"  rejected update: {reason[:160]}" for reason in self.rejections]
+        lines += [f"  skipped update: {reason[:160]}" for reason in list(dict.fromkeys(self.skipped))[-3:]]
         lines += ["rollouts (simulated time; each step's gates below it):"]
         lines += [f"  {step}" for step in self.log.rollouts] or ["  none started"]
         lines.append(f"promotions: {self.promotions}" if self.promotions else f"promotions: 0 ({self._why_none()})")
@@ -140,7 +144,8 @@ class DemoReport:
     def _why_none(self) -> str:
         if not self.log.rollouts:
             return (f"no update passed the trainer's guard to start a rollout ({len(self.rejections)} rejected)"
-                    if self.rejections else "the trainer registered no update (too few training examples)")
+                    if self.rejections else "the trainer registered no update: "
+                    + (f"{len(self.skipped)} attempts skipped" if self.skipped else "no attempt on enough examples"))
         aborted = [r for r in self.log.rollouts if "(aborted)" in r]
         if aborted:
             return f"every candidate stopped at a gate, last: {aborted[-1]}"
@@ -242,7 +247,7 @@ def _finish(report: DemoReport, run: DemoRun, deployed: DeployedRun, dp: DPOracl
     counts = tally(run)
     report.labels, report.training_examples = counts["labels"], counts["training_examples"]
     report.model_versions, report.rejections = counts["model_versions"], counts["rejections"]
-    report.updates = counts["updates"]
+    report.updates, report.skipped = counts["updates"], counts["skipped"]
     say("playing the same shoppers in process: static, rules only, the DP oracle")
     rules = RuleSet.from_yaml(run.settings.rules_file.read_text(encoding="utf-8"))
     report.table = compare(run.market, report.nights, seed=seed, rules=rules, dp=dp, pricestream=deployed.nights)

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from events.models import PricingRequest, dumps
@@ -171,8 +172,8 @@ def monitor_drift_alerts(run: DemoRun) -> dict[str, float]:
 
 def tally(run: DemoRun) -> dict[str, Any]:
     """Labels and training examples as Kafka holds them (committed, by id), model versions (oldest first),
-    the trainer's updates among them (those with a parent) and its rejections."""
-    from feedback.services.trainer_service import REJECTIONS
+    the trainer's updates among them (those with a parent), its rejections and its skipped attempts (reasons)."""
+    from feedback.services.trainer_service import REJECTIONS, SKIPPED
     from pricestream.commands.monitoring import read_records
 
     kafka = run.settings.kafka()
@@ -180,11 +181,17 @@ def tally(run: DemoRun) -> dict[str, Any]:
               if isinstance(r, dict) and r.get("event_type") == "label"}
     examples = {r.get("event_id") for r in read_records(kafka, "training.examples")
                 if isinstance(r, dict) and r.get("event_type") == "training_example"}
-    rejected = run.registry.root / REJECTIONS
-    reasons = [] if not rejected.exists() else [
-        str(json.loads(line).get("reason") or "?") for line in rejected.read_text(encoding="utf-8").splitlines()
-        if line.strip()]
     entries = sorted(run.registry.list(), key=lambda e: e.created_at)
     return {"labels": len(labels), "training_examples": len(examples),
-            "model_versions": [e.version for e in entries], "rejections": reasons,
+            "model_versions": [e.version for e in entries], "rejections": _reasons(run.registry.root / REJECTIONS),
+            "skipped": _reasons(run.registry.root / SKIPPED),
             "updates": [e.version for e in entries if e.parent is not None]}
+
+
+
+def _reasons(log: Path) -> list[str]:
+    """The ``reason`` of each line of a trainer's JSON-lines log (rejections, skipped attempts); none if absent."""
+    if not log.exists():
+        return []
+    return [str(json.loads(line).get("reason") or "?") for line in log.read_text(encoding="utf-8").splitlines()
+            if line.strip()]

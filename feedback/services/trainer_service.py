@@ -16,7 +16,8 @@ models of each new hotel that reached cold-start stage ``own``, continued from t
 on that hotel's own examples (:mod:`feedback.hotel_refit`); ``serve`` loads them per hotel.
 
 A rejection (stage ``poison`` or ``guard``) is returned and appended to
-``<registry root>/rejections.jsonl``. The trainer produces nothing to Kafka, so
+``<registry root>/rejections.jsonl``, an attempt that judged nothing (stage ``skipped``) to
+``skipped.jsonl`` beside it. The trainer produces nothing to Kafka, so
 its state (online model, guard history, buffer) and its input offsets are one
 atomic checkpoint file; a restart resumes from it. A crash between a
 registration and the next checkpoint replays the same batch, retrains the same
@@ -58,6 +59,7 @@ from feedback.registry import ModelRegistry
 from feedback.services.kafka_io import parse_record
 from feedback.services.trainer_update import (
     REJECTIONS,
+    SKIPPED,
     BatchUpdater,
     Snapshot,
     SnapshotSource,
@@ -70,9 +72,9 @@ EXAMPLES = "training.examples"
 CHECKPOINT = "trainer.ckpt"
 
 __all__ = [
-    "CHECKPOINT", "EXAMPLES", "REJECTIONS", "Snapshot", "SnapshotSource", "TrainerBatchStats", "TrainerRunStats",
-    "TrainerService", "TrainerServiceConfig", "UpdateOutcome", "example_row", "latest_per_decision", "run",
-    "runtime_config",
+    "CHECKPOINT", "EXAMPLES", "REJECTIONS", "SKIPPED", "Snapshot", "SnapshotSource", "TrainerBatchStats",
+    "TrainerRunStats", "TrainerService", "TrainerServiceConfig", "UpdateOutcome", "example_row", "latest_per_decision",
+    "run", "runtime_config",
 ]
 
 

@@ -17,7 +17,9 @@ revision) goes through
    ``on_registered`` hook decides: promote, or start a rollout).
 
 A rejection (stage ``poison`` or ``guard``) is returned and appended to
-``<registry root>/rejections.jsonl``.
+``<registry root>/rejections.jsonl``; an attempt on buffered examples that judged nothing (stage
+``skipped``: too few unseen labels to hold out, no promoted model to update) to
+``<registry root>/skipped.jsonl``, with its reason, so an operator sees why examples bought no update.
 
 Example:
     >>> import pandas as pd
@@ -48,6 +50,8 @@ from pricing.training import load_boosters
 from pricing.vectorize import frame_matrix
 
 REJECTIONS = "rejections.jsonl"
+SKIPPED = "skipped.jsonl"
+"""Update attempts on buffered examples that judged nothing, one JSON line each (same fields as a rejection)."""
 
 
 @dataclass(frozen=True)
@@ -115,9 +119,11 @@ class BatchUpdater:
     def update(self, rows: list[dict[str, Any]]) -> UpdateOutcome:
         """Run the poison guard and the guarded update on ``rows`` (example rows, oldest first)."""
         current = self.registry.current(self.tier)
-        if not rows or current is None:
-            why = "no buffered examples" if not rows else f"no promoted {self.tier} model to update"
-            return UpdateOutcome(False, "skipped", why, len(rows))
+        if not rows:
+            return UpdateOutcome(False, "skipped", "no buffered examples", 0)
+        if current is None:
+            return self._record(SKIPPED, UpdateOutcome(False, "skipped", f"no promoted {self.tier} model to update",
+                                                       len(rows)), None)
         batch = latest_per_decision(pd.DataFrame(rows))
         snapshot = self.snapshot() if callable(self.snapshot) else self.snapshot
         self.guard.seed_features(snapshot.frame)  # before any accepted batch, the snapshot is the feature reference
@@ -130,19 +136,20 @@ class BatchUpdater:
             qpath = None if verdict.quarantine_path is None else str(verdict.quarantine_path)
             out = UpdateOutcome(False, "poison", verdict.reason, len(batch), parent=current.version,
                                 metrics=dict(verdict.stats), quarantine_path=qpath)
-            return self._reject(out, snapshot)
+            return self._record(REJECTIONS, out, snapshot)
         try:
             result = guarded_update(str(current.path), batch, snapshot.frame, seed=self.seed,
                                     config=self.guard_config)
         except TrainingError as exc:  # e.g. too few unseen labels to hold out: no update from this batch
             self.guard.load_state(before)
-            return UpdateOutcome(False, "skipped", str(exc), len(batch), parent=current.version)
+            out = UpdateOutcome(False, "skipped", str(exc), len(batch), parent=current.version)
+            return self._record(SKIPPED, out, snapshot)
         holdout = tuple(result.validation["decision_id"].astype(str)) if "decision_id" in result.validation else ()
         if not result.accepted:
             self.guard.load_state(before)
             out = UpdateOutcome(False, "guard", result.reason, len(batch), parent=current.version,
                                 metrics=dict(result.metrics), holdout=holdout)
-            return self._reject(out, snapshot)
+            return self._record(REJECTIONS, out, snapshot)
         outcome = self._register(current, batch, result, snapshot)
         outcome.holdout = holdout
         return outcome
@@ -169,18 +176,20 @@ class BatchUpdater:
         return UpdateOutcome(True, "registered", f"registered {version} ({chosen})", len(batch), version,
                              current.version, promoted, all_metrics)
 
-    def _reject(self, outcome: UpdateOutcome, snapshot: Snapshot) -> UpdateOutcome:
+    def _record(self, log_name: str, outcome: UpdateOutcome, snapshot: Snapshot | None) -> UpdateOutcome:
+        """Append an update that registered nothing to ``<registry root>/<log_name>`` and return it."""
         line = {
             "at": datetime.now(tz=UTC).isoformat(),
             "tier": self.tier,
             "stage": outcome.stage,
             "reason": outcome.reason,
             "current_version": outcome.parent,
-            "snapshot_id": snapshot.snapshot_id,
+            "snapshot_id": None if snapshot is None else snapshot.snapshot_id,
             "n_examples": outcome.n_examples,
             "quarantine_path": outcome.quarantine_path,
             "metrics": outcome.metrics,
         }
-        with open(self.registry.root / REJECTIONS, "a", encoding="utf-8") as fh:
+        self.registry.root.mkdir(parents=True, exist_ok=True)
+        with open(self.registry.root / log_name, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(line, default=str) + "\n")
         return outcome

@@ -98,3 +98,46 @@ def test_recency_lets_a_new_season_move_the_model(tmp_path: Path) -> None:
         res = guarded_update(str(info.path), new, old, seed=0, config=cfg)
         losses[name] = res.metrics["logloss_retrain"]
     assert losses["decay"] < losses["flat"] - 0.05  # seeded: 0.301 against 0.407
+
+
+def test_an_update_on_too_few_unseen_labels_is_skipped_and_recorded_with_its_reason(
+    trained: tuple[Path, Snapshot],
+) -> None:
+    import json
+
+    from feedback.services.trainer_update import REJECTIONS, SKIPPED
+
+    root, snapshot = trained
+    updater = _updater(root, snapshot, "skip")
+    outcome = updater.update(_frame(12, 8, T0).to_dict("records"))
+    assert outcome.stage == "skipped" and not outcome.accepted and outcome.holdout == ()
+    assert outcome.parent is not None and outcome.n_examples == 12
+    lines = (root / "registry" / SKIPPED).read_text(encoding="utf-8").splitlines()
+    recorded = json.loads(lines[-1])
+    assert recorded["stage"] == "skipped" and recorded["reason"] == outcome.reason and recorded["n_examples"] == 12
+    assert recorded["snapshot_id"] == snapshot.snapshot_id and recorded["current_version"] == outcome.parent
+    rejected = root / "registry" / REJECTIONS  # a skip judged nothing: it is not a rejection
+    assert not rejected.exists() or outcome.reason not in rejected.read_text(encoding="utf-8")
+    assert updater.update([]).reason == "no buffered examples"  # nothing buffered: no attempt, nothing written
+    assert len((root / "registry" / SKIPPED).read_text(encoding="utf-8").splitlines()) == len(lines)
+
+
+def test_the_demo_reports_skipped_attempts_with_their_reasons(tmp_path: Path) -> None:
+    """What the demo prints when the trainer tried but judged nothing: the count and the distinct reasons."""
+    import json
+    from datetime import date
+
+    from market.closed_nights import StayNights
+    from pricestream.demo import DemoReport
+    from pricestream.demo_services import _reasons
+
+    log = tmp_path / "skipped.jsonl"
+    log.write_text("".join(json.dumps({"stage": "skipped", "reason": r}) + "\n"
+                           for r in ("leaves 2 rows", "leaves 2 rows", "leaves 3 rows")), encoding="utf-8")
+    assert _reasons(log) == ["leaves 2 rows", "leaves 2 rows", "leaves 3 rows"]
+    assert _reasons(tmp_path / "absent.jsonl") == []
+    report = DemoReport(nights=StayNights(first=date(2026, 3, 10), count=2), hotels=1, skipped=_reasons(log))
+    lines = report._loop_lines()
+    assert lines[0] == "trainer: 0 updates registered [], 0 rejected, 3 skipped"
+    assert lines[1:3] == ["  skipped update: leaves 2 rows", "  skipped update: leaves 3 rows"]
+    assert lines[-1] == "promotions: 0 (the trainer registered no update: 3 attempts skipped)"
