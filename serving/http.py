@@ -92,7 +92,7 @@ class ServiceConfig(BaseModel):
             (one costs ~150 ms with them on this machine, a stall the p99.9 would show).
         keys_file: API keys file (:class:`~serving.auth.KeyStore`); None: ``/v1/`` needs no key.
         rate_limit: per-client limits (``"100/second;2000/minute"``); None: unlimited.
-        ops_routes: serve ``/healthz`` and ``/metrics`` here (False: they live on :func:`serving.health.create_ops_app`).
+        ops_routes: serve ``/healthz`` and ``/metrics`` here (False: on :func:`serving.health.create_ops_app`).
         tls_cert: PEM certificate of the pricing port; with ``tls_key`` the server speaks HTTPS only.
         tls_key: its unencrypted PEM private key.
         group_margin: ``/v1/quote:group``'s recommended rate above the displacement minimum (0.1: +10%).
