@@ -103,7 +103,7 @@ def train_bootstrap(
     """Train a light and a heavy bundle on the simulator's labelled frame and register both (not promoted).
 
     The frame (features read from simulated events: tens of seconds of CPU) is kept under ``cache_dir`` when given
-    (:func:`cached_frame`), so the next bootstrap of the same size on this machine reads it back.
+    (:func:`_cached_frame`), so the next bootstrap of the same size on this machine reads it back.
     """
     from market import Market, MarketConfig
     from pricing.training import TierName, train_bundle
@@ -131,7 +131,7 @@ def train_bootstrap(
 def bootstrap_frame(*, seed: int, rows: int, hotels: int = BOOTSTRAP_HOTELS, cache_dir: Path | None = None
                     ) -> pd.DataFrame:
     """The labelled frame the bootstrap models train on: ``rows`` simulated requests over :data:`BOOTSTRAP_DAYS`
-    with the features read from the simulated events (kept under ``cache_dir``, :func:`cached_frame`).
+    with the features read from the simulated events (kept under ``cache_dir``, :func:`_cached_frame`).
 
     The image builds the default one at build time, so a container's first ``serve`` reads it back.
     """
@@ -139,7 +139,7 @@ def bootstrap_frame(*, seed: int, rows: int, hotels: int = BOOTSTRAP_HOTELS, cac
 
     market = Market(MarketConfig(hotels=hotels, seed=seed))
     start = market.config.start
-    return cached_frame(cache_dir, lambda: training_frame(market, n=rows, seed=seed, start=start, days=BOOTSTRAP_DAYS),
+    return _cached_frame(cache_dir, lambda: training_frame(market, n=rows, seed=seed, start=start, days=BOOTSTRAP_DAYS),
                         key={"hotels": hotels, "seed": seed, "rows": rows, "start": start.isoformat(),
                              "days": BOOTSTRAP_DAYS})
 
@@ -148,7 +148,7 @@ FRAME_SOURCES = ("market", "features/asof.py", "features/replay.py", "events/cat
 """The code a simulated training frame depends on: a cached frame is keyed by its digest too."""
 
 
-def cached_frame(cache_dir: Path | None, build: Callable[[], pd.DataFrame], *, key: dict[str, object]) -> pd.DataFrame:
+def _cached_frame(cache_dir: Path | None, build: Callable[[], pd.DataFrame], *, key: dict[str, object]) -> pd.DataFrame:
     """``build()``, kept as parquet under ``cache_dir/frames`` by ``key`` and the digest of :data:`FRAME_SOURCES`.
 
     A changed simulator or window code is another key, so a stale frame is never read; ``cache_dir=None`` builds.
