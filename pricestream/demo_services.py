@@ -193,5 +193,11 @@ def _reasons(log: Path) -> list[str]:
     """The ``reason`` of each line of a trainer's JSON-lines log (rejections, skipped attempts); none if absent."""
     if not log.exists():
         return []
-    return [str(json.loads(line).get("reason") or "?") for line in log.read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+    reasons = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        try:  # a trainer killed mid-append leaves a torn last line: it names no reason
+            record = json.loads(line)
+        except ValueError:
+            continue
+        reasons.append(str(record.get("reason") or "?") if isinstance(record, dict) else "?")
+    return reasons

@@ -133,7 +133,8 @@ def test_the_demo_reports_skipped_attempts_with_their_reasons(tmp_path: Path) ->
 
     log = tmp_path / "skipped.jsonl"
     log.write_text("".join(json.dumps({"stage": "skipped", "reason": r}) + "\n"
-                           for r in ("leaves 2 rows", "leaves 2 rows", "leaves 3 rows")), encoding="utf-8")
+                           for r in ("leaves 2 rows", "leaves 2 rows", "leaves 3 rows")) + '{"stage": "sk',
+                   encoding="utf-8")  # a torn last line (SIGKILL mid-append) names no reason
     assert _reasons(log) == ["leaves 2 rows", "leaves 2 rows", "leaves 3 rows"]
     assert _reasons(tmp_path / "absent.jsonl") == []
     report = DemoReport(nights=StayNights(first=date(2026, 3, 10), count=2), hotels=1, skipped=_reasons(log))
